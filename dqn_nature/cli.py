@@ -1,0 +1,168 @@
+"""``dqn-train``: the command line of ``train_agent.lua`` (and the ``run_gpu`` script's defaults).
+
+Every option of ``config.Config`` is a flag in two spellings, ``--eval-freq`` and the
+Lua ``-eval_freq``, so the original argument strings work verbatim.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+from tqdm import tqdm
+
+from .config import FIELDS, ConfigError, available_memory, field_type, lua_name, replay_bytes, resolve
+from .environment import GameError, rom_path
+from .history import HistoryError
+
+_CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
+PRESET_DIRS = (Path("args"), Path(__file__).resolve().parent.parent / "args")
+
+
+def fail(message: str, code: int = 2):
+    """Print ``dqn-train: error: <message>`` on stderr and exit with ``code``."""
+    click.echo(f"{Path(sys.argv[0]).name or 'dqn'}: error: {message}", err=True)
+    sys.exit(code)
+
+
+def config_options(func):
+    """Decorate a click command with one option per ``Config`` field, in both spellings."""
+    for f in reversed(FIELDS):
+        flags = [f"--{f.name.replace('_', '-')}", f"-{lua_name(f)}", *f.metadata["aliases"]]
+        help_text = f"{f.metadata['help']} [default: {f.default}]"
+        if f.metadata["flag"]:
+            func = click.option(*flags, f.name, is_flag=True, default=None, help=help_text)(func)
+        else:
+            func = click.option(*flags, f.name, type=_CLICK_TYPES[field_type(f)], default=None,
+                                help=help_text, metavar=field_type(f).__name__.upper())(func)
+    return func
+
+
+def explicit_options(ctx: click.Context, values: dict) -> dict:
+    """The ``Config`` options that were given on the command line."""
+    return {f.name: values[f.name] for f in FIELDS
+            if ctx.get_parameter_source(f.name) == ParameterSource.COMMANDLINE}
+
+
+def find_preset(name: str) -> str:
+    """Path of preset ``name``: a file, or ``args/<name>[.toml]`` here or in the project.
+
+    Raises:
+        ConfigError: no such preset.
+    """
+    if os.path.isfile(name):
+        return name
+    for folder in PRESET_DIRS:
+        for candidate in (folder / name, folder / f"{name}.toml"):
+            if candidate.is_file():
+                return str(candidate)
+    raise ConfigError(f"no preset {name!r} (a TOML file, or a name in args/)")
+
+
+def check_resources(config) -> None:
+    """Refuse, before anything is allocated or written, a missing ROM, a replay memory
+    the machine cannot hold, or an output folder that cannot be written.
+
+    Raises:
+        GameError, ConfigError.
+    """
+    rom_path(config.game, config.game_path)
+    need, free = replay_bytes(config), available_memory()
+    if free is not None and need > free:
+        raise ConfigError(f"a replay memory of {config.replay_memory} transitions needs {need / 1e9:.1f} GB, "
+                          f"but only {free / 1e9:.1f} GB of memory is available; lower --replay-memory")
+    folder = os.path.dirname(os.path.abspath(config.name))
+    existing = folder
+    while not os.path.isdir(existing):
+        existing = os.path.dirname(existing)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write output files in {folder!r} (from --name {config.name!r})")
+
+
+class Progress:
+    """A tqdm bar on a terminal, else a line every ``prog_freq`` steps; ``agent:report()``
+    norms at verbose >= 2."""
+
+    def __init__(self, trainer):
+        self.trainer, c = trainer, trainer.config
+        self.bar = tqdm(total=c.steps, initial=trainer.step, unit="step", dynamic_ncols=True,
+                        disable=not sys.stderr.isatty() or c.verbose < 1, smoothing=0.05)
+        self.last_reward = None
+        self.start, self.first_step = time.perf_counter(), trainer.step
+
+    def write(self, text: str) -> None:
+        if self.trainer.config.verbose >= 1:
+            tqdm.write(text) if not self.bar.disable else click.echo(text)
+
+    def update(self, event) -> None:
+        t, c = self.trainer, self.trainer.config
+        if event.evaluation is not None:
+            self.last_reward = event.evaluation.reward
+            self.write(event.evaluation.summary())
+        self.bar.update(1)
+        if event.step % c.prog_freq == 0:
+            self.bar.set_postfix(epsilon=f"{t.agent.train_epsilon():.3f}", reward=self.last_reward, refresh=False)
+            if self.bar.disable:
+                rate = (event.step - self.first_step) / max(time.perf_counter() - self.start, 1e-9)
+                eta = tqdm.format_interval((c.steps - event.step) / rate) if rate else "?"
+                self.write(f"Steps: {event.step} (frames: {event.step * c.actrep}), {rate:.1f} steps/s, ETA {eta}, "
+                           f"epsilon {t.agent.train_epsilon():.3f}, last eval reward {self.last_reward}")
+            if c.verbose >= 2:
+                self.write(t.agent.report())
+
+    def close(self):
+        self.bar.close()
+
+
+@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.option("--args", "-args", "preset", metavar="PRESET", help="TOML preset (a file, or a name in args/)")
+@click.option("--agent-params", "-agent_params", "agent_params", metavar="LUA_TABLE",
+              help='NeuralQLearner parameters as a Lua table body, e.g. lr=0.00025,ep=1,learn_start=50000')
+@click.option("--pool-frms", "-pool_frms", "pool_frms", metavar="LUA_TABLE",
+              help='frame pooling as a Lua table body, e.g. type="max",size=2')
+@config_options
+@click.pass_context
+def train(ctx, preset, agent_params, pool_frms, **values):
+    """Train DQN 3.0 (Mnih et al., Nature 2015) on an Atari game; write <name>.h5.
+
+    Defaults are the paper's run_gpu configuration. Precedence: defaults < --args
+    preset < --agent-params < individual options. Steps are agent steps; frames =
+    steps x actrep.
+    """
+    from . import train as training  # torch import deferred so --help is quick
+
+    try:
+        config = resolve(explicit_options(ctx, values), find_preset(preset) if preset else None,
+                         agent_params, pool_frms)
+        check_resources(config)
+    except (ConfigError, GameError) as e:
+        fail(str(e))
+    gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
+    threads = training.set_threads(config.threads)
+    if config.verbose >= 1:
+        click.echo("Arguments:")
+        for key, value in config.as_dict().items():
+            click.echo(f"  {key} = {value!r}")
+        click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {threads}")
+    os.makedirs(os.path.dirname(os.path.abspath(config.name)), exist_ok=True)
+    try:
+        trainer = training.Trainer(config, gpu)
+    except (GameError, HistoryError) as e:
+        fail(str(e))
+    progress = Progress(trainer)
+    try:
+        for event in trainer.run():
+            progress.update(event)
+            if event.step % config.save_freq == 0 or event.step == config.steps:
+                progress.write(f"Saved: {trainer.save()}")
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(f"Interrupted at step {trainer.step}; saved: {trainer.save()}", err=True)
+        sys.exit(130)
+    except OSError as e:
+        progress.close()
+        fail(f"cannot write the history file: {e}", code=1)
+    progress.close()

@@ -1,0 +1,311 @@
+"""Run configuration: the one declaration of every option, its defaults (DQN 3.0's
+``run_gpu`` script) and the parser for Lua table literals (``agent_params``, ``pool_frms``).
+
+Each field of ``Config`` is declared once, with its Lua name and help; the command
+line (both spellings), the TOML presets, the agent's defaults and the ``arguments``
+stored in a history all come from these declarations.
+"""
+import dataclasses
+import os
+import re
+import tomllib
+import typing
+from dataclasses import dataclass, field
+
+
+class ConfigError(ValueError):
+    """An invalid option value; the message is one line for the user."""
+
+
+def option(default, help, lua=None, agent=False, flag=False, choices=None, aliases=()):
+    """Declare one option. ``lua``: its ``train_agent.lua`` or ``agent_params`` name when it
+    differs; ``agent``: a NeuralQLearner parameter; ``flag``: takes no value on the
+    command line; ``aliases``: further command-line spellings."""
+    return field(default=default, metadata=dict(help=help, lua=lua, agent=agent, flag=flag,
+                                                choices=choices, aliases=aliases))
+
+
+@dataclass
+class Config:
+    """Every option of a training run. Steps are agent steps (frames = steps x actrep)."""
+
+    # -- train_agent.lua options -------------------------------------------------------
+    game: typing.Optional[str] = option(None, "ale-py ROM id of the game (pong, breakout, ...)", lua="env",
+                                 aliases=("--env",))
+    game_path: typing.Optional[str] = option(None, "folder of <game>.bin ROMs that takes precedence over ale-py's")
+    framework: str = option("alewrap", "environment framework (only alewrap)", choices=("alewrap",))
+    env_params: str = option("useRGB=true", "environment parameters, a Lua table body (only useRGB=true)")
+    agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))
+    name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]")
+    network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history)")
+    best: bool = option(False, "with --network, start from its best network", flag=True)
+    steps: int = option(50_000_000, "agent steps to train")
+    eval_freq: int = option(250_000, "evaluate every this many steps")
+    eval_steps: int = option(125_000, "steps per evaluation")
+    prog_freq: int = option(10_000, "report progress every this many steps")
+    save_freq: int = option(125_000, "write the history file every this many steps")
+    save_versions: int = option(0, "if > 0, name files <name>_<floor(step/save_versions)>")
+    save_network_params: bool = option(False, "also write the flat parameter vector to <name>.params.h5",
+                                       lua="saveNetworkParams", flag=True)
+    actrep: int = option(4, "frames per agent step (action repeat)")
+    random_starts: int = option(30, "1..random_starts no-op frames after each new game")
+    pool_type: str = option("max", "pooling over the last frames (max or mean)", choices=("max", "mean"))
+    pool_size: int = option(2, "frames pooled into one screen")
+    seed: int = option(1, "random seed (a CPU run is repeatable for a given seed)")
+    threads: int = option(4, "torch CPU threads (at most the machine's cores are used)")
+    gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU")
+    verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms")
+    precision: str = option("fp32", "fp32 (as DQN 3.0) or bf16 autocast (faster, not bit-faithful)",
+                            choices=("fp32", "bf16"))
+    # -- NeuralQLearner parameters (agent_params) --------------------------------------
+    lr: float = option(0.00025, "learning rate", agent=True)
+    lr_end: typing.Optional[float] = option(None, "final learning rate [lr]", agent=True)
+    lr_endt: int = option(1_000_000, "steps after learn_start over which lr anneals", agent=True)
+    wc: float = option(0.0, "weight cost (L2)", agent=True)
+    ep: float = option(1.0, "initial exploration rate epsilon", agent=True)
+    ep_end: float = option(0.1, "final epsilon", agent=True)
+    ep_endt: int = option(1_000_000, "steps after learn_start over which epsilon anneals", agent=True)
+    discount: float = option(0.99, "discount factor gamma", agent=True)
+    hist_len: int = option(4, "frames per agent state", agent=True)
+    learn_start: int = option(50_000, "steps before learning starts", agent=True)
+    replay_memory: int = option(1_000_000, "replay memory size in transitions", agent=True)
+    update_freq: int = option(4, "steps between minibatch updates", agent=True)
+    n_replay: int = option(1, "minibatch updates each time", agent=True)
+    preproc: str = option("net_downsample_2x_full_y", "preprocessing (only DQN 3.0's)", agent=True,
+                          choices=("net_downsample_2x_full_y",))
+    state_dim: int = option(7056, "values per preprocessed frame (only 7056)", agent=True, choices=(7056,))
+    ncols: int = option(1, "colour channels per frame (only 1)", agent=True, choices=(1,))
+    minibatch_size: int = option(32, "transitions per minibatch", agent=True)
+    rescale_r: bool = option(True, "divide rewards by the largest seen", agent=True)
+    buffer_size: int = option(512, "prefetched samples of the replay memory", lua="bufferSize", agent=True)
+    valid_size: int = option(500, "validation transitions", agent=True)
+    target_q: int = option(10_000, "steps between target network copies (0: no target network)",
+                           agent=True)
+    clip_delta: float = option(1.0, "TD error clipping (0: none)", agent=True)
+    min_reward: float = option(-1.0, "rewards are clipped below at this", agent=True)
+    max_reward: float = option(1.0, "rewards are clipped above at this", agent=True)
+
+    def default_name(self) -> str:
+        """``DQN3_0_1_<game>_FULL_Y``, the run_gpu script's name."""
+        return f"DQN3_0_1_{self.game}_FULL_Y"
+
+    def agent_params(self) -> dict:
+        """The NeuralQLearner parameters under their Lua names."""
+        return {lua_name(f): getattr(self, f.name) for f in FIELDS if f.metadata["agent"]}
+
+    def as_dict(self) -> dict:
+        """Every option by its Python name, as stored in a history's ``arguments``."""
+        return dataclasses.asdict(self)
+
+
+FIELDS = dataclasses.fields(Config)
+FIELD_BY_NAME = {f.name: f for f in FIELDS}
+
+
+def lua_name(f) -> str:
+    """The Lua spelling of a field (``bufferSize`` for ``buffer_size``)."""
+    return f.metadata["lua"] or f.name
+
+
+def field_type(f) -> type:
+    """The value type of a field: int, float, str or bool."""
+    args = [t for t in typing.get_args(f.type) if t is not type(None)]
+    return args[0] if args else f.type
+
+
+_BY_ANY_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}}
+
+
+def agent_defaults() -> dict:
+    """NeuralQLearner's defaults (run_gpu's agent_params) under their Lua names."""
+    return Config().agent_params()
+
+
+# -- Lua table literals ------------------------------------------------------------------
+_TOKEN = re.compile(r"""\s*(?:(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^,]+?))\s*(?:,|$)""")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|0[xX][0-9a-fA-F]+)")
+
+
+def parse_lua_table(text: str) -> dict:
+    """Parse a Lua table body such as ``lr=0.00025,ep=1,network="convnet_atari3",rescale_r=true``.
+
+    Values are numbers (int when integral in form), quoted strings, ``true``/``false``, or a
+    bare word taken as a string (the shell strips the quotes of ``type="max"``).
+    Braces around the body are allowed.
+
+    Raises:
+        ConfigError: naming the part that is not ``key=value``.
+    """
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1].strip()
+    result, pos = {}, 0
+    while pos < len(body):
+        m = _TOKEN.match(body, pos)
+        if not m or m.end() == pos:
+            bad = body[pos:].split(",")[0].strip() or body[pos:]
+            raise ConfigError(f"malformed Lua table {text!r}: cannot read {bad!r} (expected key=value)")
+        key, raw = m.group("key"), m.group("value").strip()
+        if raw[:1] in "\"'":
+            value = raw[1:-1]
+        elif raw in ("true", "false"):
+            value = raw == "true"
+        elif _NUMBER.fullmatch(raw):
+            value = int(raw, 0) if re.fullmatch(r"[+-]?(\d+|0[xX][0-9a-fA-F]+)", raw) else float(raw)
+        elif re.fullmatch(r"[A-Za-z_]\w*", raw):
+            value = raw
+        else:
+            raise ConfigError(f"malformed Lua table {text!r}: bad value {raw!r} for {key!r}")
+        result[key] = value
+        pos = m.end()
+    return result
+
+
+def _coerce(f, value):
+    """Convert ``value`` to the type of field ``f``; raises ConfigError."""
+    if value is None:
+        return None
+    kind = field_type(f)
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("1", "0", "true", "false"):
+                    raise ValueError
+                return value.lower() in ("1", "true")
+            return bool(value)
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(float(value)) if isinstance(value, str) else int(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{f.name}: expected {kind.__name__}, got {value!r}") from None
+
+
+def _named(values: dict, source: str) -> dict:
+    """Map Lua or Python names to fields, rejecting unknown names."""
+    out = {}
+    for key, value in values.items():
+        f = _BY_ANY_NAME.get(key)
+        if f is None:
+            raise ConfigError(f"unknown {source} {key!r}")
+        out[f.name] = _coerce(f, value)
+    return out
+
+
+def agent_params_from_lua(text: str) -> dict:
+    """Options from an ``agent_params`` string. ``network`` is the architecture when it
+    names ``convnet_atari3`` and a pretrained network file otherwise, as in the Lua."""
+    values = parse_lua_table(text)
+    arch = values.pop("network", "convnet_atari3")
+    unknown = [k for k in values if k not in _BY_ANY_NAME or not _BY_ANY_NAME[k].metadata["agent"]]
+    if unknown:
+        raise ConfigError(f"unknown agent parameter {unknown[0]!r} in agent_params")
+    out = _named(values, "agent parameter")
+    if arch != "convnet_atari3":
+        out["network"] = arch
+    return out
+
+
+def pool_frms_from_lua(text: str) -> dict:
+    """``pool_type``/``pool_size`` from a ``pool_frms`` string like ``type="max",size=2``."""
+    values = parse_lua_table(text)
+    unknown = set(values) - {"type", "size"}
+    if unknown:
+        raise ConfigError(f"unknown pool_frms key {sorted(unknown)[0]!r} (expected type, size)")
+    return _named({("pool_" + k): v for k, v in values.items()}, "pool_frms key")
+
+
+def load_preset(path: str) -> dict:
+    """Options from a TOML preset (keys: Python or Lua option names)."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as e:
+        raise ConfigError(f"cannot read preset {path!r}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"preset {path!r} is not valid TOML: {e}") from None
+    return _named(data, f"option in preset {path!r}:")
+
+
+def resolve(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,
+            pool_frms: str | None = None) -> Config:
+    """Resolve a run's options: defaults < preset < ``agent_params`` and ``pool_frms`` < explicit.
+
+    Args:
+        explicit: options given one by one (Python or Lua names).
+        preset: path of a TOML preset.
+        agent_params, pool_frms: Lua table bodies.
+
+    Raises:
+        ConfigError: unknown option, wrong type, or a value ``validate`` rejects.
+    """
+    values = {}
+    if preset:
+        values.update(load_preset(preset))
+    if agent_params:
+        values.update(agent_params_from_lua(agent_params))
+    if pool_frms:
+        values.update(pool_frms_from_lua(pool_frms))
+    values.update(_named(explicit or {}, "option"))
+    config = Config(**values)
+    if config.game and not config.name:
+        config.name = config.default_name()
+    validate(config)
+    return config
+
+
+def validate(c: Config) -> None:
+    """Reject impossible values with one line naming the option. Raises ConfigError."""
+    if not c.game:
+        raise ConfigError("no game given: use --game (or -env), e.g. --game pong")
+    for f in FIELDS:
+        if f.metadata["choices"] and getattr(c, f.name) not in f.metadata["choices"]:
+            allowed = ", ".join(map(str, f.metadata["choices"]))
+            raise ConfigError(f"{f.name} must be one of {allowed}, not {getattr(c, f.name)!r}")
+    env = parse_lua_table(c.env_params)
+    if env.get("useRGB", True) is not True or set(env) - {"useRGB"}:
+        raise ConfigError(f"env_params {c.env_params!r} not supported: only useRGB=true")
+    positive = ("steps", "actrep", "eval_freq", "eval_steps", "save_freq", "prog_freq", "pool_size",
+                "hist_len", "replay_memory", "update_freq", "n_replay", "minibatch_size", "buffer_size",
+                "valid_size", "lr_endt", "ep_endt", "threads")
+    for name in positive:
+        if getattr(c, name) <= 0:
+            raise ConfigError(f"{name} must be positive, not {getattr(c, name)}")
+    for name in ("random_starts", "learn_start", "save_versions", "target_q", "lr", "wc", "clip_delta"):
+        if getattr(c, name) < 0:
+            raise ConfigError(f"{name} must not be negative, not {getattr(c, name)}")
+    for name in ("ep", "ep_end", "discount"):
+        if not 0 <= getattr(c, name) <= 1:
+            raise ConfigError(f"{name} must be in [0, 1], not {getattr(c, name)}")
+    if c.min_reward > c.max_reward:
+        raise ConfigError(f"min_reward {c.min_reward} is above max_reward {c.max_reward}")
+    if c.minibatch_size >= c.buffer_size:
+        raise ConfigError(f"minibatch_size ({c.minibatch_size}) must be smaller than bufferSize ({c.buffer_size})")
+    if c.valid_size >= c.buffer_size:
+        raise ConfigError(f"valid_size ({c.valid_size}) must be smaller than bufferSize ({c.buffer_size})")
+    if c.learn_start < c.buffer_size:
+        raise ConfigError(f"learn_start ({c.learn_start}) must be at least bufferSize ({c.buffer_size}): "
+                          "the first samples need that many transitions")
+    if c.replay_memory < c.buffer_size:
+        raise ConfigError(f"replay_memory ({c.replay_memory}) must be at least bufferSize ({c.buffer_size})")
+
+
+def replay_bytes(c: Config) -> int:
+    """Bytes the replay memory takes when full: frame, action, reward and flag per transition."""
+    return c.replay_memory * (c.state_dim + 8 + 4 + 1)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None

@@ -1,0 +1,173 @@
+"""The Atari environment with alewrap's semantics, on ale-py.
+
+Ports ``alewrap/GameEnvironment.lua`` (``GameEnvironment``), ``GameScreen.lua``
+(``GameScreen``) and the ROM loading of ``AleEnv.lua``. One *frame* is one
+emulator frame; one agent *step* is ``actrep`` frames.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+
+import numpy as np
+from ale_py import ALEInterface, LoggerMode, roms
+
+ALEInterface.setLoggerMode(LoggerMode.Error)
+
+
+class GameError(ValueError):
+    """An unknown game or a missing ROM file; the message is one line for the user."""
+
+
+def rom_path(game: str, game_path: str | None = None) -> str:
+    """Path of the ROM for ``game`` (an ale-py ROM id such as ``"pong"``).
+
+    With ``game_path`` (a folder, as the Lua ``-game_path roms/``) the ROM must
+    be ``<game_path>/<game>.bin``; otherwise the ROM that ale-py ships is used.
+
+    Raises:
+        GameError: the folder lacks the ROM, or ale-py knows no such game
+            (the message lists the close ROM ids).
+    """
+    if game_path:
+        path = os.path.join(game_path, f"{game}.bin")
+        if not os.path.isfile(path):
+            raise GameError(f"no ROM file {path!r} for game {game!r} in --game-path {game_path!r}")
+        return path
+    ids = roms.get_all_rom_ids()
+    if game not in ids:
+        close = difflib.get_close_matches(game, ids, n=5, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see ale_py.roms.get_all_rom_ids()"
+        raise GameError(f"unknown game {game!r}{hint}")
+    return str(roms.get_rom_path(game))
+
+
+class GameScreen:
+    """The last ``size`` painted RGB frames, pooled on ``grab()`` (``GameScreen.lua``).
+
+    Frames are kept as uint8 (210, 160, 3); ``grab()`` returns float32 in [0, 1].
+    """
+
+    def __init__(self, size: int = 2, pool_type: str = "max", shape=(210, 160, 3)):
+        if pool_type not in ("max", "mean"):
+            raise ValueError(f"pool type must be 'max' or 'mean', not {pool_type!r}")
+        if size < 1:
+            raise ValueError(f"pool size must be at least 1, not {size}")
+        self.size, self.pool_type = size, pool_type
+        self.frames = np.zeros((size,) + tuple(shape), np.uint8)
+        self.count = 0  # frames painted since the last clear()
+
+    def clear(self) -> None:
+        """Forget the painted frames."""
+        self.count = 0
+
+    def paint_buffer(self) -> np.ndarray:
+        """The uint8 slot the next frame is to be written into (then counted as painted)."""
+        slot = self.frames[self.count % self.size]
+        self.count += 1
+        return slot
+
+    def grab(self) -> np.ndarray:
+        """Pooled screen over the frames painted since ``clear()``: float32 (210, 160, 3) in [0, 1]."""
+        painted = self.frames[: min(self.count, self.size)]
+        if self.pool_type == "max":
+            pooled = painted.max(axis=0) if len(painted) > 1 else painted[0]
+            return pooled.astype(np.float32) / np.float32(255)
+        return painted.astype(np.float32).mean(axis=0) / np.float32(255)
+
+
+class GameEnvironment:
+    """alewrap's ``GameEnvironment`` on ale-py: deterministic ALE, minimal action set, RGB.
+
+    Args:
+        game: ale-py ROM id (``"pong"``, ``"breakout"``, ``"space_invaders"``...).
+        game_path: optional folder of ``<game>.bin`` files that takes precedence.
+        actrep: frames per agent step (the action is repeated).
+        random_starts: ``next_random_game()`` plays 1..random_starts no-op frames.
+        pool_size, pool_type: frames pooled into one screen, ``"max"`` or ``"mean"``.
+        seed: seeds the ALE and the generator of random actions and start lengths.
+
+    Raises:
+        GameError: unknown game or missing ROM.
+    """
+
+    def __init__(self, game: str, game_path: str | None = None, actrep: int = 4,
+                 random_starts: int = 30, pool_size: int = 2, pool_type: str = "max", seed: int = 1):
+        self.game, self.actrep, self.random_starts = game, actrep, random_starts
+        self.ale = ALEInterface()
+        self.ale.setInt("random_seed", int(seed))
+        self.ale.setFloat("repeat_action_probability", 0.0)
+        self.ale.loadROM(rom_path(game, game_path))
+        self.actions = [a.value for a in self.ale.getMinimalActionSet()]
+        self._ale_actions = {a.value: a for a in self.ale.getLegalActionSet()}
+        self.rng = np.random.default_rng(seed)
+        self.screen = GameScreen(pool_size, pool_type)
+        self.reward, self.terminal, self.lives = 0, False, self.ale.lives()
+        self._update_state(*self._step(0))
+
+    def get_actions(self) -> list[int]:
+        """The game's minimal action set as ALE action ids (``getActions``)."""
+        return list(self.actions)
+
+    def n_obs_feature(self) -> int:
+        """Number of values in one screen: 210 * 160 * 3 (``nObsFeature``)."""
+        return int(self.screen.frames[0].size)
+
+    def _step(self, action: int) -> tuple[float, bool, int]:
+        """One emulator frame (``_step``); resets instead if the game is over.
+
+        Returns (reward, game over, lives); the frame is painted on the screen.
+        """
+        if self.ale.game_over():
+            self.ale.reset_game()
+            reward = 0
+        else:
+            reward = self.ale.act(self._ale_actions[action])
+        self.ale.getScreenRGB(self.screen.paint_buffer())
+        return reward, self.ale.game_over(), self.ale.lives()
+
+    def _update_state(self, reward, terminal, lives) -> None:
+        self.reward, self.terminal, self.lives = reward, terminal, lives
+
+    def get_state(self) -> tuple[np.ndarray, float, bool]:
+        """(screen float32 (210, 160, 3) in [0, 1], last reward, last terminal) (``getState``)."""
+        return self.screen.grab(), self.reward, self.terminal
+
+    def step(self, action: int, training: bool = False) -> tuple[np.ndarray, float, bool]:
+        """Play ALE action id ``action`` for ``actrep`` frames, summing rewards (``step``).
+
+        In training mode losing a life is terminal. Repetition stops at a terminal.
+        Returns ``get_state()``.
+        """
+        total = 0
+        for _ in range(self.actrep):
+            reward, terminal, lives = self._step(action)
+            total += reward
+            if training and lives < self.lives:
+                terminal = True
+            if terminal:
+                break
+        self._update_state(total, terminal, lives)
+        return self.get_state()
+
+    def new_game(self) -> tuple[np.ndarray, float, bool]:
+        """Finish the running game with random actions unless terminal, then one no-op (``newGame``).
+
+        After a life-loss terminal the game goes on; after game over the ALE resets.
+        """
+        terminal = self.terminal
+        while not terminal:
+            _, terminal, _ = self._step(self.actions[self.rng.integers(len(self.actions))])
+        self.screen.clear()
+        self._update_state(*self._step(0))
+        return self.get_state()
+
+    def next_random_game(self, k: int | None = None) -> tuple[np.ndarray, float, bool]:
+        """``new_game()`` then ``k`` no-op frames, ``k`` uniform in 1..random_starts (``nextRandomGame``)."""
+        self.new_game()
+        if k is None:
+            k = int(self.rng.integers(1, max(1, self.random_starts) + 1))
+        for _ in range(k - 1):
+            self._step(0)
+        self._update_state(*self._step(0))
+        return self.get_state()

@@ -1,0 +1,34 @@
+"""Crash-safe file writing: a temporary name in the same folder, fsync, then rename."""
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+@contextlib.contextmanager
+def atomic_path(path: str):
+    """Yield a temporary path beside ``path``; on success it is fsynced and renamed to ``path``.
+
+    A failure or a kill leaves any previous ``path`` untouched and removes the temporary.
+    Raises what writing raised (``OSError`` on a full disk).
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}")
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    with contextlib.suppress(OSError):  # persist the rename; not possible on every filesystem
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

@@ -1,0 +1,186 @@
+"""The run history file ``<name>.h5`` (the port of the ``.t7`` that ``train_agent.lua`` saves).
+
+Layout: root attributes ``format``, ``format_version``, ``game``, ``steps``, ``frames``,
+``package_version``; group ``history`` (one entry per evaluation, ``time_history`` one
+more); groups ``model`` and ``best_model`` (float32 parameters named as in the
+network's ``state_dict``); group ``arguments`` (every resolved option as an attribute).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import h5py
+import numpy as np
+import torch
+
+from .files import atomic_path
+
+FORMAT = "dqn_nature.history"
+FORMAT_VERSION = 1
+PARAMS_FORMAT = "dqn_nature.params"
+# Evaluation histories and their dtypes; time_history has one more entry (it starts at 0).
+HISTORY_FIELDS = {
+    "reward_history": np.float64, "reward_counts": np.int64, "episode_counts": np.int64,
+    "v_history": np.float64, "td_history": np.float64, "qmax_history": np.float64,
+    "step_history": np.int64, "time_history": np.float64,
+}
+
+
+class HistoryError(ValueError):
+    """A file that cannot be read as a history; the message names the file and the problem."""
+
+
+def _attr(value):
+    """A Python value as an HDF5 attribute (None is stored as an empty string)."""
+    return "" if value is None else value
+
+
+def _from_attr(value):
+    if isinstance(value, bytes):
+        value = value.decode()
+    if isinstance(value, np.generic):
+        value = value.item()
+    return None if value == "" else value
+
+
+def save_history(path: str, *, game: str, steps: int, frames: int, history: dict, model: dict,
+                 best_model: dict | None, arguments: dict, package_version: str) -> None:
+    """Write a history file atomically (``torch.save`` of the slim agent in ``train_agent.lua``).
+
+    Args:
+        path: destination ``.h5``; written under a temporary name, then renamed.
+        game: ROM id. steps, frames: training steps done and frames (steps x actrep).
+        history: every ``HISTORY_FIELDS`` key to a sequence of numbers.
+        model, best_model: ``state_dict`` of the network and of the best network (or None).
+        arguments: the resolved options (None values are stored as empty strings).
+        package_version: version of dqn_nature that wrote it.
+
+    Raises:
+        OSError: the file cannot be written (the previous file is left intact).
+    """
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=game, steps=int(steps),
+                       frames=int(frames), package_version=package_version)
+        group = f.create_group("history")
+        for key, dtype in HISTORY_FIELDS.items():
+            group.create_dataset(key, data=np.asarray(history[key], dtype=dtype).reshape(-1))
+        for name, state in (("model", model), ("best_model", best_model)):
+            if state is not None:
+                g = f.create_group(name)
+                for key, tensor in state.items():
+                    g.create_dataset(key, data=tensor.detach().cpu().float().numpy())
+        args = f.create_group("arguments")
+        for key, value in arguments.items():
+            args.attrs[key] = _attr(value)
+
+
+def save_network_params(path: str, network: torch.nn.Module) -> None:
+    """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically."""
+    flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["format"] = PARAMS_FORMAT
+        f.create_dataset("network", data=flat)
+
+
+@dataclasses.dataclass
+class History:
+    """A loaded history. Arrays have one entry per evaluation; ``time_history`` one more.
+
+    Attributes: ``path``, ``game``, ``steps`` (training steps done), ``frames``,
+    ``package_version``, the ``HISTORY_FIELDS`` arrays, ``arguments`` (dict),
+    ``attrs`` (all root attributes).
+    """
+
+    path: str
+    game: str
+    steps: int
+    frames: int
+    package_version: str
+    reward_history: np.ndarray
+    reward_counts: np.ndarray
+    episode_counts: np.ndarray
+    v_history: np.ndarray
+    td_history: np.ndarray
+    qmax_history: np.ndarray
+    step_history: np.ndarray
+    time_history: np.ndarray
+    arguments: dict
+    attrs: dict
+
+    @property
+    def actrep(self) -> int:
+        """Frames per agent step of the run."""
+        return int(self.arguments.get("actrep") or 1)
+
+    @property
+    def frame_history(self) -> np.ndarray:
+        """Training frames at each evaluation: ``step_history * actrep``."""
+        return self.step_history * self.actrep
+
+    def state_dict(self, which: str = "model") -> dict:
+        """The stored parameters of ``"model"`` or ``"best_model"`` as float32 tensors.
+
+        Raises:
+            HistoryError: the file has no such network (no evaluation yet for best_model).
+        """
+        if which not in ("model", "best_model"):
+            raise ValueError(f"which must be 'model' or 'best_model', not {which!r}")
+        with _open(self.path) as f:
+            if which not in f:
+                raise HistoryError(f"{self.path}: no {which} stored (best_model exists after an evaluation)")
+            return {k: torch.from_numpy(v[()]) for k, v in f[which].items()}
+
+    def load_network(self, which: str = "model") -> torch.nn.Module:
+        """The ``convnet_atari3`` network with the stored weights of ``which``.
+
+        Raises:
+            HistoryError: missing network, or weights that do not fit the architecture.
+        """
+        from .network import convnet_atari3
+
+        state = self.state_dict(which)
+        try:
+            n_actions = state["fc2.weight"].shape[0]
+            net = convnet_atari3(n_actions, int(self.arguments.get("hist_len") or 4))
+            net.load_state_dict(state)
+        except (KeyError, RuntimeError) as e:
+            raise HistoryError(f"{self.path}: {which} is not a convnet_atari3 network ({e})") from None
+        return net
+
+
+def _open(path: str) -> h5py.File:
+    if not os.path.exists(path):
+        raise HistoryError(f"{path}: no such file")
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise HistoryError(f"{path}: not a readable HDF5 file ({e})") from None
+
+
+def load_history(path: str) -> History:
+    """Read a history written by ``save_history``.
+
+    Raises:
+        HistoryError: missing, unreadable, damaged, or not a dqn_nature history file.
+    """
+    try:
+        with _open(path) as f:
+            attrs = {k: _from_attr(v) for k, v in f.attrs.items()}
+            if attrs.get("format") != FORMAT:
+                raise HistoryError(f"{path}: not a dqn_nature history file (format attribute "
+                                   f"{attrs.get('format')!r})")
+            if attrs.get("format_version") != FORMAT_VERSION:
+                raise HistoryError(f"{path}: unsupported history format_version {attrs.get('format_version')!r}")
+            missing = [k for k in HISTORY_FIELDS if k not in f.get("history", {})]
+            if missing:
+                raise HistoryError(f"{path}: history is missing {', '.join(missing)}")
+            arrays = {k: f["history"][k][()] for k in HISTORY_FIELDS}
+            arguments = {k: _from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f else {}
+    except HistoryError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        raise HistoryError(f"{path}: damaged history file ({e})") from None
+    return History(path=path, game=attrs.get("game"), steps=int(attrs.get("steps", 0)),
+                   frames=int(attrs.get("frames", 0)), package_version=attrs.get("package_version"),
+                   arguments=arguments, attrs=attrs, **arrays)

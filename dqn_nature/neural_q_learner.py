@@ -1,0 +1,239 @@
+"""The DQN agent (ports ``dqn/NeuralQLearner.lua``).
+
+Action indices are 0-based positions in the action set (Lua index - 1).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from .config import FIELDS, agent_defaults, lua_name
+from .network import convnet_atari3
+from .optim import DeepMindRMSProp
+from .preprocess import scale_y, to_bytes
+from .transition_table import TransitionTable
+
+class NeuralQLearner:
+    """Deep Q-learning agent of the Nature paper (``NeuralQLearner``).
+
+    Args:
+        actions: the game's action set (ALE ids); its length is the network's output size.
+        **agent_params: NeuralQLearner parameters under their Lua names (``lr``, ``ep_endt``,
+            ``bufferSize``...; Python spellings such as ``buffer_size`` too), defaulting to the
+            paper's run_gpu values (``config.Config``); ``network`` must be ``convnet_atari3``;
+            plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"`` or
+            ``"bf16"``) and ``seed`` (of the agent's random generator, which also drives
+            replay sampling, as the Lua's global RNG).
+
+    Raises:
+        ValueError: unknown parameter, or a ``network``/``preproc`` other than DQN 3.0's.
+    """
+
+    def __init__(self, actions, **agent_params):
+        gpu = int(agent_params.pop("gpu", -1))
+        precision = agent_params.pop("precision", "fp32")
+        seed = agent_params.pop("seed", None)
+        if agent_params.pop("network", "convnet_atari3") != "convnet_atari3":
+            raise ValueError("network must be 'convnet_atari3' (load pretrained weights into agent.network)")
+        params = agent_defaults()
+        python_names = {f.name: lua_name(f) for f in FIELDS if f.metadata["agent"]}
+        for key, value in agent_params.items():
+            key = python_names.get(key, key)
+            if key not in params:
+                raise ValueError(f"unknown agent parameter {key!r}")
+            params[key] = value
+        if params["preproc"] != "net_downsample_2x_full_y":
+            raise ValueError(f"preproc must be 'net_downsample_2x_full_y', not {params['preproc']!r}")
+        self.params = params
+        self.actions = list(actions)
+        self.n_actions = len(self.actions)
+        p = params
+        self.lr_start = self.lr = float(p["lr"])
+        self.lr_end = self.lr_start if p["lr_end"] is None else float(p["lr_end"])
+        self.lr_endt = p["lr_endt"]
+        self.ep_start = self.ep = float(p["ep"])
+        self.ep_end, self.ep_endt = float(p["ep_end"]), p["ep_endt"]
+        self.discount, self.hist_len = float(p["discount"]), int(p["hist_len"])
+        self.learn_start, self.update_freq, self.n_replay = p["learn_start"], p["update_freq"], p["n_replay"]
+        self.minibatch_size, self.valid_size = p["minibatch_size"], p["valid_size"]
+        self.rescale_r, self.clip_delta, self.target_q = bool(p["rescale_r"]), p["clip_delta"], p["target_q"]
+        self.min_reward, self.max_reward = p["min_reward"], p["max_reward"]
+        self.state_dim = p["state_dim"]
+
+        self.device = torch.device("cpu" if gpu < 0 else f"cuda:{gpu}")
+        self.precision = precision
+        self.rng = np.random.default_rng(None if seed is None else (seed, 1))
+        self.num_steps = 0
+        self.last_state = self.last_action = None
+        self.last_terminal = False
+        self.v_avg = self.tderr_avg = None
+        self.q_max = 1  # never updated in DQN 3.0
+        self.r_max = 1
+        self.bestq = 0.0
+        self.valid = None  # the validation transitions (s, a, r, s2, term)
+
+        # Channels-last is ~1.5x faster for these convolutions on CPU; it is the only layout used.
+        self.network = convnet_atari3(self.n_actions, self.hist_len, p["ncols"]).to(
+            self.device, memory_format=torch.channels_last)
+        self.target_network = copy.deepcopy(self.network).requires_grad_(False)
+        self._target_stale = False  # an update happened since the last target copy
+        self.optimizer = DeepMindRMSProp(self.network.parameters(), lr=self.lr, wc=float(p["wc"]))
+        self.transitions = TransitionTable(self.state_dim, self.n_actions, self.hist_len,
+                                           p["replay_memory"], p["bufferSize"], rng=self.rng)
+
+    # -- schedules -------------------------------------------------------------------
+    def train_epsilon(self) -> float:
+        """Exploration rate of training at ``num_steps``: linear from ``ep`` to ``ep_end``
+        over ``ep_endt`` steps after ``learn_start``."""
+        t = max(0, self.num_steps - self.learn_start)
+        return self.ep_end + max(0.0, (self.ep_start - self.ep_end) * (self.ep_endt - t) / self.ep_endt)
+
+    def learning_rate(self) -> float:
+        """Learning rate at ``num_steps``: linear from ``lr`` to ``lr_end`` over ``lr_endt`` steps."""
+        t = max(0, self.num_steps - self.learn_start)
+        lr = (self.lr_start - self.lr_end) * (self.lr_endt - t) / self.lr_endt + self.lr_end
+        return max(lr, self.lr_end)
+
+    # -- acting ------------------------------------------------------------------------
+    def _autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
+
+    def _to_input(self, frames: np.ndarray) -> torch.Tensor:
+        """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
+        channels-last tensor on the device."""
+        x = torch.from_numpy(np.ascontiguousarray(frames)).to(self.device)
+        x = x.float().div_(255) if x.dtype == torch.uint8 else x.float()
+        return x.reshape(len(x), -1, 84, 84).contiguous(memory_format=torch.channels_last)
+
+    def greedy(self, state: np.ndarray) -> int:
+        """Argmax of Q(state, .) with uniform random tie-breaking (``greedy``).
+
+        state: float32 (hist_len, state_dim) in [0, 1]. Sets ``bestq``. Returns an action index.
+        """
+        with torch.inference_mode(), self._autocast():
+            q = self.network(self._to_input(state[None])).float().cpu().numpy()[0]
+        best = np.flatnonzero(q == q.max())
+        if len(best) == 0:  # NaN Q-values: the Lua loop keeps the first action
+            best = np.array([0])
+        self.bestq = float(q[best[0]])
+        return int(best[self.rng.integers(len(best))])
+
+    def e_greedy(self, state: np.ndarray, testing_ep: float | None = None) -> int:
+        """Random action with probability ``ep``, else ``greedy`` (``eGreedy``).
+
+        ``ep`` is ``testing_ep`` when given, else ``train_epsilon()``; it is kept in ``self.ep``.
+        """
+        self.ep = self.train_epsilon() if testing_ep is None else testing_ep
+        if self.rng.random() < self.ep:
+            return int(self.rng.integers(self.n_actions))
+        return self.greedy(state)
+
+    def perceive(self, reward: float, rawstate: np.ndarray, terminal: bool,
+                 testing: bool = False, testing_ep: float | None = None) -> int | None:
+        """Observe a step's outcome, store and learn, and choose the next action (``perceive``).
+
+        Args:
+            reward: reward of the last agent step (unclipped).
+            rawstate: pooled screen, float32 (210, 160, 3) in [0, 1].
+            terminal: whether that screen ends an episode.
+            testing: evaluation mode: no storing, learning or step counting.
+            testing_ep: exploration rate to use instead of the training schedule.
+
+        Returns:
+            the action index (0-based), or None when ``terminal``.
+        """
+        state = to_bytes(scale_y(rawstate))
+        reward = min(reward, self.max_reward) if self.max_reward is not None else reward
+        reward = max(reward, self.min_reward) if self.min_reward is not None else reward
+        if self.rescale_r:
+            self.r_max = max(self.r_max, reward)
+        self.transitions.add_recent_state(state, terminal)
+        if self.last_state is not None and not testing:
+            self.transitions.add(self.last_state, self.last_action, reward, self.last_terminal)
+        if self.num_steps == self.learn_start + 1 and not testing:
+            self.sample_validation_data()
+        action = 0
+        if not terminal:
+            action = self.e_greedy(self.transitions.get_recent(), testing_ep)
+        self.transitions.add_recent_action(action)
+        if self.num_steps > self.learn_start and not testing and self.num_steps % self.update_freq == 0:
+            for _ in range(self.n_replay):
+                self.q_learn_minibatch()
+        if not testing:
+            self.num_steps += 1
+        self.last_state, self.last_action, self.last_terminal = state, action, terminal
+        if self.target_q and self.num_steps % self.target_q == 1 and self._target_stale:
+            self.target_network.load_state_dict(self.network.state_dict())
+            self._target_stale = False
+        return None if terminal else action
+
+    # -- learning ----------------------------------------------------------------------
+    def get_q_update(self, s, a, r, s2, term, need_grad: bool = False):
+        """TD errors of a batch of transitions (``getQUpdate``).
+
+        Args:
+            s, s2: uint8 (N, hist_len, state_dim) or float32 in [0, 1].
+            a: int64 (N,) action indices; r: float (N,) clipped rewards;
+            term: float (N,), 1 where s2 is terminal.
+            need_grad: keep the graph of Q(s, .) for ``backward``.
+
+        Returns:
+            (targets float32 (N, n_actions) holding delta at the taken action and 0 elsewhere,
+            delta float32 (N,) = r / r_max + discount (1 - term) max_a target(s2, a) - Q(s, a),
+            clipped to ±clip_delta, q2_max float32 (N,), Q(s, .) float32 (N, n_actions)).
+        """
+        target_net = self.target_network if self.target_q else self.network
+        a = torch.as_tensor(a, device=self.device)
+        r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
+        term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
+        with torch.no_grad(), self._autocast():
+            q2_max = target_net(self._to_input(s2)).float().max(1).values
+        with torch.set_grad_enabled(need_grad), self._autocast():
+            q_all = self.network(self._to_input(s)).float()
+        q = q_all.detach().gather(1, a[:, None])[:, 0]
+        delta = r / self.r_max if self.rescale_r else r.clone()
+        delta = delta + self.discount * (1 - term) * q2_max - q
+        if self.clip_delta:
+            delta = delta.clamp(-self.clip_delta, self.clip_delta)
+        targets = torch.zeros_like(q_all, dtype=torch.float32).scatter_(1, a[:, None], delta[:, None])
+        return targets, delta, q2_max, q_all
+
+    def q_learn_minibatch(self) -> None:
+        """One minibatch update (``qLearnMinibatch``): ``dw = sum_i delta_i dQ(s_i, a_i)/dw``
+        (summed, not averaged) applied by ``DeepMindRMSProp`` at the annealed learning rate."""
+        s, a, r, s2, term = self.transitions.sample(self.minibatch_size)
+        targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
+        self.optimizer.zero_grad(set_to_none=False)
+        q_all.backward(targets)
+        self.lr = self.learning_rate()
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        self.optimizer.step()
+        self._target_stale = True
+
+    # -- validation ----------------------------------------------------------------------
+    def sample_validation_data(self) -> None:
+        """Draw ``valid_size`` transitions kept for the whole run (``sample_validation_data``)."""
+        self.valid = tuple(np.array(x) for x in self.transitions.sample(self.valid_size))
+
+    def compute_validation_statistics(self) -> None:
+        """Set ``v_avg`` (q_max * mean max_a target(s2, a)) and ``tderr_avg`` (mean |delta|)
+        on the validation set (``compute_validation_statistics``); no-op before it exists."""
+        if self.valid is None:
+            return
+        _, delta, q2_max, _ = self.get_q_update(*self.valid)
+        self.v_avg = self.q_max * float(q2_max.double().mean())
+        self.tderr_avg = float(delta.double().abs().mean())
+
+    def report(self) -> str:
+        """Per-layer RMS of weights, biases and their last gradients (``report``)."""
+        def rms(t):
+            return float(t.detach().float().pow(2).mean().sqrt()) if t is not None else 0.0
+
+        lines = []
+        for name, layer in zip(("conv1", "conv2", "conv3", "fc1", "fc2"), self.network.layers()):
+            lines.append(f"{name}: W norm {rms(layer.weight):.6g} b norm {rms(layer.bias):.6g} "
+                         f"dW norm {rms(layer.weight.grad):.6g} db norm {rms(layer.bias.grad):.6g}")
+        return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""DQN 3.0's RMSProp variant (ports the update at the end of ``NeuralQLearner:qLearnMinibatch``)."""
+from __future__ import annotations
+
+import torch
+
+
+class DeepMindRMSProp(torch.optim.Optimizer):
+    """``g = 0.95 g + 0.05 dw; g2 = 0.95 g2 + 0.05 dw^2; w += lr * dw / sqrt(g2 - g^2 + 0.01)``.
+
+    ``p.grad`` must hold ``dw``, the *ascent* direction, as the Lua's ``dw``
+    (``sum_i delta_i dQ(s_i, a_i)/dw``); the step therefore adds. This is neither
+    ``torch.optim.RMSprop`` nor its centered mode: 0.01 sits inside the root.
+
+    Args:
+        params: parameters or parameter groups.
+        lr: learning rate, per parameter group (the agent anneals it).
+        decay: 0.95 in DQN 3.0; momentum terms use ``1 - decay``.
+        eps: 0.01 in DQN 3.0, added under the square root.
+        wc: weight cost; ``dw -= wc * w`` before the update (0 in DQN 3.0).
+    """
+
+    def __init__(self, params, lr: float = 0.00025, decay: float = 0.95, eps: float = 0.01, wc: float = 0.0):
+        if lr < 0:
+            raise ValueError(f"learning rate must be >= 0, not {lr}")
+        super().__init__(params, dict(lr=lr, decay=decay, eps=eps, wc=wc))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """Apply one update to every parameter with a gradient. Returns ``closure()``'s value if given."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            decay, eps, lr, wc = group["decay"], group["eps"], group["lr"], group["wc"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                dw = p.grad
+                if wc:
+                    dw = dw.add(p, alpha=-wc)
+                state = self.state[p]
+                if not state:
+                    state["g"] = torch.zeros_like(p)
+                    state["g2"] = torch.zeros_like(p)
+                g, g2 = state["g"], state["g2"]
+                g.mul_(decay).add_(dw, alpha=1 - decay)
+                g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
+                denom = g2.addcmul(g, g, value=-1).add_(eps).sqrt_()
+                p.addcdiv_(dw, denom, value=lr)
+        return loss

@@ -1,0 +1,219 @@
+"""The training loop (ports ``dqn/train_agent.lua`` and the set-up of ``initenv.lua``).
+
+``Trainer.run()`` is a generator: it trains and evaluates as the Lua loop does and
+yields one ``Event`` per agent step, so progress, logging and saving observe the
+loop instead of living in it.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import time
+from typing import Iterator
+
+import threadpoolctl
+import torch
+
+from . import __version__
+from .config import Config
+from .environment import GameEnvironment
+from .history import HISTORY_FIELDS, load_history, save_history, save_network_params
+from .neural_q_learner import NeuralQLearner
+
+TESTING_EP = 0.05  # evaluation epsilon of train_agent.lua
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """One evaluation: rewards over ``eval_steps`` steps and validation statistics.
+
+    ``reward`` is the mean over finished episodes; times are seconds; rates are frames/s.
+    """
+
+    step: int
+    frames: int
+    reward: float
+    nrewards: int
+    nepisodes: int
+    v_avg: float
+    tderr_avg: float
+    q_max: float
+    epsilon: float
+    lr: float
+    train_time: float
+    train_fps: float
+    eval_time: float
+    eval_fps: float
+
+    def summary(self) -> str:
+        """The evaluation lines printed by ``train_agent.lua``."""
+        return (f"V {self.v_avg} TD error {self.tderr_avg} Qmax {self.q_max}\n"
+                f"Steps: {self.step} (frames: {self.frames}), reward: {self.reward:.2f}, "
+                f"epsilon: {self.epsilon:.2f}, lr: {self.lr:G}, training time: {self.train_time:.0f}s, "
+                f"training rate: {self.train_fps:.0f}fps, testing time: {self.eval_time:.0f}s, "
+                f"testing rate: {self.eval_fps:.0f}fps,  num. ep.: {self.nepisodes},  "
+                f"num. rewards: {self.nrewards}")
+
+
+@dataclasses.dataclass
+class Event:
+    """Yielded after each agent step; ``evaluation`` is set when one just finished."""
+
+    step: int
+    evaluation: Evaluation | None = None
+
+
+class Trainer:
+    """DQN 3.0's training run: environment, agent, histories and the loop.
+
+    Args:
+        config: resolved options.
+        device_gpu: CUDA device to train on, -1 for the CPU (already checked for CUDA).
+
+    Raises:
+        environment.GameError: unknown game or missing ROM.
+    """
+
+    def __init__(self, config: Config, device_gpu: int = -1):
+        self.config = config
+        torch.manual_seed(config.seed)
+        self.env = GameEnvironment(config.game, config.game_path, config.actrep, config.random_starts,
+                                   config.pool_size, config.pool_type, seed=config.seed)
+        self.actions = self.env.get_actions()
+        self.agent = NeuralQLearner(self.actions, gpu=device_gpu, precision=config.precision,
+                                    seed=config.seed, **config.agent_params())
+        if config.network:
+            self.load_network(config.network, config.best)
+        self.history = {key: [] for key in HISTORY_FIELDS}
+        self.history["time_history"].append(0.0)
+        self.best_network = None  # state_dict copy of the best evaluated network
+        self.step = 0
+        self.train_time = 0.0  # seconds of training, evaluations excluded
+
+    def load_network(self, path: str, best: bool = False) -> None:
+        """Start from the network stored in a history ``.h5`` (the Lua ``-network`` flag).
+
+        Raises:
+            history.HistoryError: unreadable file or a network that does not fit the game.
+        """
+        from .history import HistoryError
+
+        state = load_history(path).state_dict("best_model" if best else "model")
+        try:
+            self.agent.network.load_state_dict(state)
+        except RuntimeError:
+            shape = tuple(state.get("fc2.weight", torch.empty(0)).shape)
+            raise HistoryError(f"{path}: its network (output {shape}) does not fit {self.config.game} "
+                               f"with {len(self.actions)} actions") from None
+        self.agent.target_network.load_state_dict(self.agent.network.state_dict())
+
+    def run(self) -> Iterator[Event]:
+        """Train for ``config.steps`` agent steps, evaluating every ``eval_freq`` steps after
+        ``learn_start``; yields an ``Event`` after every step."""
+        c, env, agent = self.config, self.env, self.agent
+        screen, reward, terminal = env.get_state()
+        clock = time.perf_counter()
+        while self.step < c.steps:
+            self.step += 1
+            action = agent.perceive(reward, screen, terminal)
+            if not terminal:
+                screen, reward, terminal = env.step(self.actions[action], training=True)
+            elif c.random_starts > 0:
+                screen, reward, terminal = env.next_random_game()
+            else:
+                screen, reward, terminal = env.new_game()
+            evaluation = None
+            if self.step % c.eval_freq == 0 and self.step > agent.learn_start:
+                now = time.perf_counter()
+                self.train_time += now - clock
+                evaluation = self.evaluate()
+                screen, reward, terminal = env.get_state()
+                clock = time.perf_counter()
+            yield Event(self.step, evaluation)
+        self.train_time += time.perf_counter() - clock
+
+    def evaluate(self) -> Evaluation:
+        """Play ``eval_steps`` steps at epsilon 0.05 without life-loss terminals, record the
+        histories and keep the best network (the evaluation block of ``train_agent.lua``)."""
+        c, env, agent = self.config, self.env, self.agent
+        start = time.perf_counter()
+        screen, reward, terminal = env.new_game()
+        total_reward = episode_reward = 0.0
+        nrewards = nepisodes = 0
+        for _ in range(c.eval_steps):
+            action = agent.perceive(reward, screen, terminal, testing=True, testing_ep=TESTING_EP)
+            screen, reward, terminal = env.step(self.actions[action or 0])
+            episode_reward += reward
+            nrewards += reward != 0
+            if terminal:
+                total_reward += episode_reward
+                episode_reward = 0.0
+                nepisodes += 1
+                screen, reward, terminal = env.next_random_game()
+        eval_time = time.perf_counter() - start
+        agent.compute_validation_statistics()
+        mean_reward = total_reward / max(1, nepisodes)
+        h = self.history
+        if not h["reward_history"] or mean_reward > max(h["reward_history"]):
+            self.best_network = copy.deepcopy(agent.network.state_dict())
+        nan = float("nan")
+        for key, value in (("v_history", agent.v_avg), ("td_history", agent.tderr_avg),
+                           ("qmax_history", agent.q_max), ("reward_history", mean_reward),
+                           ("reward_counts", nrewards), ("episode_counts", nepisodes),
+                           ("step_history", self.step)):
+            h[key].append(nan if value is None else value)
+        previous = h["time_history"][-1]
+        h["time_history"].append(self.train_time)
+        train_dt = max(self.train_time - previous, 1e-9)
+        return Evaluation(
+            step=self.step, frames=self.step * c.actrep, reward=mean_reward, nrewards=nrewards,
+            nepisodes=nepisodes, v_avg=h["v_history"][-1], tderr_avg=h["td_history"][-1],
+            q_max=agent.q_max, epsilon=agent.ep, lr=agent.lr, train_time=self.train_time,
+            train_fps=c.actrep * c.eval_freq / train_dt, eval_time=eval_time,
+            eval_fps=c.actrep * c.eval_steps / max(eval_time, 1e-9))
+
+    def output_base(self) -> str:
+        """``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0``."""
+        c = self.config
+        return f"{c.name}_{self.step // c.save_versions}" if c.save_versions > 0 else c.name
+
+    def save(self) -> str:
+        """Write ``<base>.h5`` (and ``<base>.params.h5`` with save_network_params); return its path.
+
+        Raises:
+            OSError: the file cannot be written (the previous one stays intact).
+        """
+        c = self.config
+        base = self.output_base()
+        path = base + ".h5"
+        save_history(path, game=c.game, steps=self.step, frames=self.step * c.actrep, history=self.history,
+                     model=self.agent.network.state_dict(), best_model=self.best_network,
+                     arguments=c.as_dict(), package_version=__version__)
+        if c.save_network_params:
+            save_network_params(base + ".params.h5", self.agent.network)
+        return path
+
+
+def resolve_device(gpu: int, warn) -> int:
+    """The CUDA device to use for ``--gpu``: ``gpu`` if CUDA has it, else -1 after ``warn(message)``."""
+    if gpu < 0:
+        return -1
+    if not torch.cuda.is_available():
+        warn(f"warning: --gpu {gpu} asked for but CUDA is not available; training on the CPU")
+        return -1
+    if gpu >= torch.cuda.device_count():
+        warn(f"warning: no CUDA device {gpu} ({torch.cuda.device_count()} present); training on the CPU")
+        return -1
+    return gpu
+
+
+def set_threads(threads: int) -> int:
+    """Use ``min(threads, cores)`` torch CPU threads and one BLAS thread for NumPy; returns
+    the torch thread count. NumPy's small matrix products gain nothing from threads, and its
+    BLAS threads spinning beside torch's cost a factor of 2 to 3 in steps per second."""
+    n = max(1, min(threads, os.cpu_count() or 1))
+    torch.set_num_threads(n)
+    threadpoolctl.threadpool_limits(1, user_api="blas")
+    return n
+
