@@ -17,9 +17,22 @@ setup(
         "h5py>=3.8",
         "tqdm>=4.60",
         "threadpoolctl>=3.1",
+        "matplotlib>=3.7",
+        "imageio>=2.28",
+        "pillow>=9.5",
     ],
     extras_require={
         "test": ["pytest>=7", "opencv-python-headless>=4.8"],
+        "legacy": ["torchfile>=0.1"],
+        "ray": ["ray>=2.9"],
+        "tensorboard": ["tensorboard>=2.12"],
     },
-    entry_points={"console_scripts": ["dqn-train=dqn_nature.cli:train"]},
+    entry_points={"console_scripts": [
+        "dqn-train=dqn_nature.cli:train",
+        "dqn-test=dqn_nature.test_agent:main",
+        "dqn-convert=dqn_nature.convert:main",
+        "dqn-plot=dqn_nature.plot:main",
+        "dqn-report=dqn_nature.report:main",
+        "dqn-sweep=dqn_nature.sweep:main",
+    ]},
 )
