@@ -1,0 +1,17 @@
+"""Shared fixtures: real Pong screens from the emulator (no mock of it)."""
+import numpy as np
+import pytest
+
+from dqn_nature import GameEnvironment
+
+
+@pytest.fixture(scope="session")
+def pong_screens():
+    """200 pooled Pong screens, float32 (210, 160, 3) in [0, 1], from random play (actrep 4, seed 1)."""
+    env = GameEnvironment("pong", seed=1)
+    rng = np.random.default_rng(0)
+    actions = env.get_actions()
+    screens = [env.get_state()[0]]
+    for _ in range(199):
+        screens.append(env.step(actions[rng.integers(len(actions))], training=True)[0])
+    return screens

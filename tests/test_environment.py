@@ -1,0 +1,166 @@
+"""GameEnvironment (alewrap semantics) on the real ALE."""
+import shutil
+
+import numpy as np
+import pytest
+from ale_py import roms
+
+from dqn_nature import GameEnvironment
+from dqn_nature.environment import GameError
+
+MINIMAL_ACTIONS = {"pong": [0, 1, 3, 4, 11, 12], "breakout": [0, 1, 3, 4]}
+LIVES = {"pong": 0, "breakout": 5}
+
+
+def raw_frame(env):
+    return env.ale.getScreenRGB().astype(np.float32) / 255
+
+
+def play_until_life_lost(env, training):
+    """Step Breakout with FIRE/RIGHT/LEFT/NOOP in turn until a life is lost; return the step count
+    and the (state before, frame number before, step result) of that step."""
+    actions = env.get_actions()
+    for i in range(2000):
+        lives, frame, state = env.ale.lives(), env.ale.getFrameNumber(), env.ale.cloneState()
+        result = env.step(actions[(i + 1) % len(actions)], training=training)
+        if env.ale.lives() < lives:
+            return i, state, frame, result
+    raise AssertionError("no life lost in 2000 steps")
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+def test_reset_state(game):
+    env = GameEnvironment(game, seed=1)
+    screen, reward, terminal = env.get_state()
+    assert screen.dtype == np.float32 and screen.shape == (210, 160, 3)
+    assert 0 <= screen.min() and screen.max() <= 1 and screen.max() > 0
+    # One frame painted so far: the pooled screen is that frame, not a max with stale zeros.
+    np.testing.assert_array_equal(screen, raw_frame(env))
+    assert reward == 0 and terminal is False
+    assert env.get_actions() == MINIMAL_ACTIONS[game]
+    assert env.ale.lives() == LIVES[game]
+    assert env.n_obs_feature() == 210 * 160 * 3
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+def test_step_pools_last_two_frames_and_sums_rewards(game):
+    env = GameEnvironment(game, actrep=4, seed=3)
+    actions = env.get_actions()
+    rng = np.random.default_rng(0)
+    pooled_differs = False
+    for _ in range(60):
+        a = actions[rng.integers(len(actions))]
+        saved = env.ale.cloneState()
+        rewards, frames = [], []
+        for _ in range(4):
+            rewards.append(env.ale.act(a))
+            frames.append(env.ale.getScreenRGB())
+        env.ale.restoreState(saved)
+        screen, reward, terminal = env.step(a)
+        expected = np.maximum(frames[-2], frames[-1]).astype(np.float32) / 255
+        np.testing.assert_array_equal(screen, expected)
+        assert screen.dtype == np.float32
+        assert reward == sum(rewards) and terminal is False
+        assert env.get_state()[1] == reward
+        pooled_differs |= not np.array_equal(frames[-2], frames[-1])
+    assert pooled_differs  # otherwise the test could not tell pooling from the last frame
+
+
+def test_reward_summed_over_repeats():
+    # Doing nothing in Pong, the opponent scores twice within 400 frames.
+    env = GameEnvironment("pong", actrep=400, seed=1)
+    saved = env.ale.cloneState()
+    expected = sum(env.ale.act(0) for _ in range(400))
+    env.ale.restoreState(saved)
+    frame = env.ale.getFrameNumber()
+    assert env.step(0)[1] == expected == -2
+    assert env.ale.getFrameNumber() - frame == 400
+
+
+def test_life_loss_terminal_only_in_training():
+    train_env = GameEnvironment("breakout", actrep=4, seed=1)
+    test_env = GameEnvironment("breakout", actrep=4, seed=1)
+    i_train, _, frame, (_, _, terminal) = play_until_life_lost(train_env, training=True)
+    assert terminal is True and train_env.ale.lives() == 4 and not train_env.ale.game_over()
+    i_test, _, frame, (_, _, terminal) = play_until_life_lost(test_env, training=False)
+    assert i_test == i_train and terminal is False
+    assert test_env.ale.getFrameNumber() - frame == 4  # no early stop without a terminal
+
+
+def test_repetition_stops_at_life_loss():
+    env = GameEnvironment("breakout", actrep=8, seed=1)
+    i, saved, frame, _ = play_until_life_lost(env, training=True)
+    played = env.ale.getFrameNumber() - frame
+    env.ale.restoreState(saved)
+    action = env.get_actions()[(i + 1) % 4]
+    lives, n = env.ale.lives(), 0
+    while env.ale.lives() == lives:
+        env.ale.act(action)
+        n += 1
+    assert n < 8 and played == n
+
+
+def test_new_game_after_life_loss_continues_after_game_over_resets():
+    env = GameEnvironment("breakout", seed=1)
+    play_until_life_lost(env, training=True)
+    frame = env.ale.getEpisodeFrameNumber()
+    env.new_game()
+    assert env.ale.lives() == 4 and env.ale.getEpisodeFrameNumber() == frame + 1
+    assert env.get_state()[2] is False
+    for _ in range(3000):  # FIRE only until game over; life losses are not terminal here
+        if env.step(1)[2]:
+            break
+    assert env.ale.game_over() and env.get_state()[2] is True
+    screen, reward, terminal = env.new_game()
+    assert env.ale.lives() == 5 and env.ale.getEpisodeFrameNumber() == 0
+    assert reward == 0 and terminal is False
+    np.testing.assert_array_equal(screen, raw_frame(env))  # the screen was cleared
+
+
+def test_new_game_burns_a_running_game():
+    env = GameEnvironment("breakout", seed=1)
+    env.step(1)
+    frame = env.ale.getFrameNumber()
+    env.new_game()
+    assert env.ale.getFrameNumber() > frame + 50  # the rest of the game was played randomly
+    assert env.ale.getEpisodeFrameNumber() == 0 and env.ale.lives() == 5
+
+
+@pytest.mark.parametrize("k", [1, 7])
+def test_next_random_game_plays_k_frames_after_new_game(k):
+    env = GameEnvironment("breakout", seed=1)
+    play_until_life_lost(env, training=True)  # terminal: new_game() plays just its one no-op
+    frame = env.ale.getFrameNumber()
+    screen, reward, terminal = env.next_random_game(k)
+    assert env.ale.getFrameNumber() - frame == 1 + k
+    assert terminal is False and env.ale.lives() == 4
+    for _ in range(3000):
+        if env.step(1)[2]:
+            break
+    env.next_random_game(k)  # after game over: reset, then k frames
+    assert env.ale.getEpisodeFrameNumber() == k and env.ale.lives() == 5
+
+
+def test_next_random_game_draws_k_in_1_to_random_starts():
+    env = GameEnvironment("breakout", random_starts=4, seed=2)
+    ks = []
+    for _ in range(6):
+        env.next_random_game()  # burns the running game, resets, plays k frames
+        ks.append(env.ale.getEpisodeFrameNumber())
+    assert set(ks) <= {1, 2, 3, 4} and len(set(ks)) >= 2
+
+
+def test_unknown_game_names_close_matches():
+    with pytest.raises(GameError, match="pong"):
+        GameEnvironment("pongg")
+
+
+def test_game_path_without_rom_raises(tmp_path):
+    with pytest.raises(GameError, match="pong.bin"):
+        GameEnvironment("pong", game_path=str(tmp_path))
+
+
+def test_game_path_rom_is_used(tmp_path):
+    shutil.copy(roms.get_rom_path("breakout"), tmp_path / "pong.bin")
+    env = GameEnvironment("pong", game_path=str(tmp_path))
+    assert env.get_actions() == MINIMAL_ACTIONS["breakout"]  # the folder wins over ale-py's ROM
