@@ -1,0 +1,82 @@
+"""convnet_atari3 and DeepMindRMSProp."""
+import math
+
+import pytest
+import torch
+
+from dqn_nature.network import convnet_atari3
+from dqn_nature.optim import DeepMindRMSProp
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(0)
+    return convnet_atari3(6)
+
+
+def test_output_shape(net):
+    x = torch.rand(5, 4, 84, 84)
+    q = net(x)
+    assert q.shape == (5, 6) and q.dtype == torch.float32
+    torch.testing.assert_close(net(x.reshape(5, 4 * 7056)), q)  # flat states too
+
+
+def test_parameter_count(net):
+    # conv1 32*4*64+32, conv2 64*32*16+64, conv3 64*64*9+64, fc1 3136*512+512, fc2 512*6+6
+    assert sum(p.numel() for p in net.parameters()) == 1_687_206
+    assert sum(p.numel() for p in convnet_atari3(18).parameters()) == 1_687_206 + 12 * 513
+
+
+def test_conv1_padding_1(net):
+    assert net.conv1.padding == (1, 1) and net.conv1.stride == (4, 4)
+    # With padding 1 the 20 windows of 8 at stride 4 cover input rows/columns -1..82: 83 is unseen.
+    x = torch.rand(1, 4, 84, 84)
+    q = net(x)
+    for changed in (x.clone().index_fill_(2, torch.tensor([83]), 1.0),
+                    x.clone().index_fill_(3, torch.tensor([83]), 1.0)):
+        torch.testing.assert_close(net(changed), q, rtol=0, atol=0)
+    assert not torch.equal(net(x.clone().index_fill_(2, torch.tensor([0]), 1.0)), q)
+
+
+def test_init_bounds(net):
+    for layer in net.layers():
+        bound = 1 / math.sqrt(layer.weight[0].numel())
+        assert layer.weight.abs().max() <= bound and layer.bias.abs().max() <= bound
+        assert layer.weight.abs().max() > 0.9 * bound  # uniform over the whole range
+    assert net.conv1.weight[0].numel() == 4 * 8 * 8 and net.fc1.weight[0].numel() == 3136
+
+
+def test_rmsprop_two_steps_by_hand():
+    w = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
+    opt = DeepMindRMSProp([w], lr=0.1)
+    w.grad = torch.tensor([0.1, -0.2, 0.0], dtype=torch.float64)
+    opt.step()
+    # g = 0.05 dw, g2 = 0.05 dw^2, w += lr dw / sqrt(g2 - g^2 + 0.01)
+    torch.testing.assert_close(opt.state[w]["g"], torch.tensor([0.005, -0.01, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(opt.state[w]["g2"], torch.tensor([0.0005, 0.002, 0.0], dtype=torch.float64))
+    w1 = [1 + 0.01 / math.sqrt(0.010475), -2 - 0.02 / math.sqrt(0.0119), 0.5]
+    torch.testing.assert_close(w.detach(), torch.tensor(w1, dtype=torch.float64))
+
+    w.grad = torch.tensor([0.3, 0.1, -0.4], dtype=torch.float64)
+    opt.step()
+    torch.testing.assert_close(opt.state[w]["g"], torch.tensor([0.01975, -0.0045, -0.02], dtype=torch.float64))
+    torch.testing.assert_close(opt.state[w]["g2"], torch.tensor([0.004975, 0.0024, 0.008], dtype=torch.float64))
+    w2 = [w1[0] + 0.03 / math.sqrt(0.0145849375), w1[1] + 0.01 / math.sqrt(0.01237975),
+          0.5 - 0.04 / math.sqrt(0.0176)]
+    torch.testing.assert_close(w.detach(), torch.tensor(w2, dtype=torch.float64))
+
+
+def test_rmsprop_weight_cost():
+    w = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    opt = DeepMindRMSProp([w], lr=0.1, wc=0.5)
+    w.grad = torch.tensor([0.1, 0.1], dtype=torch.float64)
+    opt.step()
+    # dw = grad - wc * w = [-0.4, 1.1]
+    expected = [1 - 0.04 / math.sqrt(0.008 - 0.0004 + 0.01), -2 + 0.11 / math.sqrt(0.0605 - 0.003025 + 0.01)]
+    torch.testing.assert_close(w.detach(), torch.tensor(expected, dtype=torch.float64))
+
+
+def test_rmsprop_skips_parameters_without_gradient():
+    w = torch.ones(2, requires_grad=True)
+    DeepMindRMSProp([w]).step()
+    assert torch.equal(w.detach(), torch.ones(2))
