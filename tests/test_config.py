@@ -1,0 +1,141 @@
+"""Options: the Lua table parser, precedence of the sources, the presets and validation."""
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from dqn_nature.config import (Config, ConfigError, agent_params_from_lua, parse_lua_table, pool_frms_from_lua,
+                               resolve, validate)
+
+ARGS = Path(__file__).resolve().parent.parent / "args"
+# The agent_params string of DQN 3.0's run_gpu script (SPEC section 1).
+RUN_GPU_AGENT_PARAMS = (
+    'lr=0.00025,ep=1,ep_end=0.1,ep_endt=1000000,discount=0.99,hist_len=4,learn_start=50000,'
+    'replay_memory=1000000,update_freq=4,n_replay=1,network="convnet_atari3",'
+    'preproc="net_downsample_2x_full_y",state_dim=7056,minibatch_size=32,rescale_r=1,ncols=1,'
+    'bufferSize=512,valid_size=500,target_q=10000,clip_delta=1,min_reward=-1,max_reward=1')
+
+
+def test_parse_run_gpu_agent_params():
+    values = parse_lua_table(RUN_GPU_AGENT_PARAMS)
+    assert len(values) == 22
+    assert values["lr"] == 0.00025 and type(values["lr"]) is float
+    assert values["ep_endt"] == 1_000_000 and type(values["ep_endt"]) is int
+    assert values["min_reward"] == -1 and type(values["min_reward"]) is int
+    assert values["network"] == "convnet_atari3"
+    assert values["preproc"] == "net_downsample_2x_full_y"
+    assert values["bufferSize"] == 512
+    assert type(values["rescale_r"]) is int
+
+
+def test_parse_value_kinds():
+    values = parse_lua_table("{a=true, b=false, c=max, d='x y', e=1e-3, f=.5, g=0x10, h=\"p,q\",}")
+    assert values == {"a": True, "b": False, "c": "max", "d": "x y", "e": 0.001, "f": 0.5, "g": 16, "h": "p,q"}
+    assert type(values["a"]) is bool and type(values["g"]) is int
+
+
+@pytest.mark.parametrize("text, bad", [
+    ("lr=0.1,,ep=1", ",ep=1"),
+    ("lr", "'lr'"),
+    ("=3", "=3"),
+    ("lr=0.1=2", "0.1=2"),
+    ("lr=0.1,ep", "'ep'"),
+])
+def test_parse_rejects_malformed(text, bad):
+    with pytest.raises(ConfigError) as err:
+        parse_lua_table(text)
+    message = str(err.value)
+    assert bad in message and "\n" not in message
+
+
+def test_unknown_agent_parameter():
+    with pytest.raises(ConfigError, match="'lrate'"):
+        agent_params_from_lua("lr=0.1,lrate=2")
+    # A run option is not an agent parameter.
+    with pytest.raises(ConfigError, match="'steps'"):
+        resolve({"game": "pong"}, agent_params="steps=10")
+
+
+def test_agent_params_network_names_architecture_or_file():
+    assert "network" not in agent_params_from_lua('network="convnet_atari3"')
+    assert agent_params_from_lua('network="runs/old.h5"') == {"network": "runs/old.h5"}
+
+
+def test_pool_frms():
+    assert pool_frms_from_lua('type="max",size=2') == {"pool_type": "max", "pool_size": 2}
+    assert pool_frms_from_lua("type=mean,size=3") == {"pool_type": "mean", "pool_size": 3}
+    with pytest.raises(ConfigError, match="'kind'"):
+        pool_frms_from_lua("kind=max")
+
+
+@pytest.mark.parametrize("explicit, agent_params, field", [
+    ({"steps": "many"}, None, "steps"),
+    ({}, "lr=fast", "lr"),
+    ({}, "learn_start=1000.5", "learn_start"),
+    ({}, "rescale_r=maybe", "rescale_r"),
+])
+def test_wrong_types_rejected(explicit, agent_params, field):
+    with pytest.raises(ConfigError, match=field):
+        resolve({"game": "pong", **explicit}, agent_params=agent_params)
+
+
+def test_precedence(tmp_path):
+    preset = tmp_path / "p.toml"
+    preset.write_text("learn_start = 1000\nreplay_memory = 5000\nupdate_freq = 2\nsteps = 7\n")
+    c = resolve({"game": "pong", "learn_start": 3000}, str(preset), "learn_start=2000,replay_memory=6000")
+    assert c.learn_start == 3000  # explicit wins over agent_params and preset
+    assert c.replay_memory == 6000  # agent_params win over the preset
+    assert c.update_freq == 2 and c.steps == 7  # the preset wins over the defaults
+    assert c.ep_end == 0.1 and c.eval_freq == 250_000  # defaults
+    assert c.name == "DQN3_0_1_pong_FULL_Y"
+
+
+def test_defaults_are_run_gpu():
+    defaults = resolve({"game": "pong"})
+    assert resolve({"game": "pong"}, agent_params=RUN_GPU_AGENT_PARAMS) == defaults
+    assert resolve({"game": "pong"}, str(ARGS / "run_gpu.toml"), RUN_GPU_AGENT_PARAMS, 'type="max",size=2') == defaults
+    assert (defaults.actrep, defaults.random_starts, defaults.steps, defaults.eval_freq, defaults.eval_steps,
+            defaults.prog_freq, defaults.save_freq, defaults.seed, defaults.threads, defaults.gpu) == (
+        4, 30, 50_000_000, 250_000, 125_000, 10_000, 125_000, 1, 4, 0)
+
+
+def test_run_cpu_differs_in_gpu_and_prog_freq_only():
+    gpu = resolve({"game": "pong"}, str(ARGS / "run_gpu.toml")).as_dict()
+    cpu = resolve({"game": "pong"}, str(ARGS / "run_cpu.toml")).as_dict()
+    assert {k for k in gpu if gpu[k] != cpu[k]} == {"gpu", "prog_freq"}
+    assert (cpu["gpu"], cpu["prog_freq"]) == (-1, 5000)
+
+
+def test_preset_rejects_unknown_option(tmp_path):
+    preset = tmp_path / "p.toml"
+    preset.write_text("learning_rate = 0.1\n")
+    with pytest.raises(ConfigError, match="learning_rate"):
+        resolve({"game": "pong"}, str(preset))
+
+
+VALID = Config(game="pong", name="x")
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("game", None, "game"),
+    ("steps", 0, "steps"), ("actrep", 0, "actrep"), ("eval_freq", 0, "eval_freq"),
+    ("eval_steps", 0, "eval_steps"), ("save_freq", -1, "save_freq"), ("prog_freq", 0, "prog_freq"),
+    ("pool_size", 0, "pool_size"), ("hist_len", 0, "hist_len"), ("update_freq", 0, "update_freq"),
+    ("n_replay", 0, "n_replay"), ("minibatch_size", 0, "minibatch_size"), ("valid_size", 0, "valid_size"),
+    ("ep_endt", 0, "ep_endt"), ("lr_endt", 0, "lr_endt"), ("threads", 0, "threads"),
+    ("random_starts", -1, "random_starts"), ("learn_start", -1, "learn_start"),
+    ("save_versions", -1, "save_versions"), ("target_q", -1, "target_q"), ("lr", -0.1, "lr"),
+    ("wc", -1.0, "wc"), ("clip_delta", -1.0, "clip_delta"),
+    ("ep", 1.5, "ep"), ("ep_end", -0.1, "ep_end"), ("discount", 1.01, "discount"),
+    ("min_reward", 2.0, "min_reward"),
+    ("minibatch_size", 512, "minibatch_size"), ("valid_size", 512, "valid_size"),
+    ("learn_start", 100, "learn_start"), ("replay_memory", 100, "replay_memory"),
+    ("pool_type", "median", "pool_type"), ("framework", "gym", "framework"), ("agent", "DQN", "agent"),
+    ("preproc", "none", "preproc"), ("state_dim", 100, "state_dim"), ("ncols", 3, "ncols"),
+    ("env_params", "useRGB=false", "env_params"),
+])
+def test_validate_rejects(field, value, named):
+    validate(VALID)
+    with pytest.raises(ConfigError, match=named) as err:
+        validate(dataclasses.replace(VALID, **{field: value}))
+    assert "\n" not in str(err.value)
