@@ -1,0 +1,110 @@
+"""The HDF5 history file: round trip and clear errors on files that are not histories."""
+import os
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from dqn_nature import __version__
+from dqn_nature.config import Config
+from dqn_nature.history import HistoryError, load_history, save_history
+from dqn_nature.network import convnet_atari3
+
+HISTORY = {
+    "reward_history": [-21.0, -19.5], "reward_counts": [21, 23], "episode_counts": [1, 2],
+    "v_history": [0.01, 0.25], "td_history": [0.04, 0.03], "qmax_history": [1, 1],
+    "step_history": [250_000, 500_000], "time_history": [0.0, 610.5, 1230.25],
+}
+
+
+def networks():
+    torch.manual_seed(0)
+    return convnet_atari3(6), convnet_atari3(6)
+
+
+def write(path, best=True):
+    model, best_model = networks()
+    save_history(str(path), game="pong", steps=500_000, frames=2_000_000, history=HISTORY,
+                 model=model.state_dict(), best_model=best_model.state_dict() if best else None,
+                 arguments=Config(game="pong", name="run").as_dict(), package_version=__version__)
+    return model, best_model
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "run.h5"
+    model, best_model = write(path)
+    assert os.listdir(tmp_path) == ["run.h5"]  # the temporary name is gone
+    h = load_history(str(path))
+    assert (h.game, h.steps, h.frames, h.package_version) == ("pong", 500_000, 2_000_000, __version__)
+    for key, values in HISTORY.items():
+        np.testing.assert_array_equal(getattr(h, key), values)
+    assert h.reward_counts.dtype == np.int64 and h.v_history.dtype == np.float64
+    assert h.arguments == Config(game="pong", name="run").as_dict()  # None, bools and floats survive
+    np.testing.assert_array_equal(h.frame_history, [1_000_000, 2_000_000])
+    for which, net in (("model", model), ("best_model", best_model)):
+        state = h.state_dict(which)
+        assert sorted(state) == sorted(net.state_dict())
+        for key, tensor in net.state_dict().items():
+            assert state[key].dtype == torch.float32 and torch.equal(state[key], tensor)
+    x = torch.rand(2, 4, 84, 84)
+    assert torch.equal(h.load_network("best_model")(x), best_model(x))
+
+
+def test_no_best_model_before_an_evaluation(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path, best=False)
+    with h5py.File(path) as f:
+        assert "best_model" not in f
+    with pytest.raises(HistoryError, match="best_model"):
+        load_history(str(path)).state_dict("best_model")
+
+
+def test_missing_file(tmp_path):
+    path = str(tmp_path / "nothing.h5")
+    with pytest.raises(HistoryError, match="nothing.h5"):
+        load_history(path)
+
+
+def test_not_hdf5(tmp_path):
+    path = tmp_path / "notes.h5"
+    path.write_text("reward 21\n")
+    with pytest.raises(HistoryError, match=str(path)):
+        load_history(str(path))
+
+
+def test_hdf5_without_format(tmp_path):
+    path = tmp_path / "other.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("history/reward_history", data=[1.0])
+    with pytest.raises(HistoryError, match=str(path)) as err:
+        load_history(str(path))
+    assert "format" in str(err.value)
+
+
+def test_wrong_format_version(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path, "a") as f:
+        f.attrs["format_version"] = 99
+    with pytest.raises(HistoryError, match="99"):
+        load_history(str(path))
+
+
+def test_missing_history_dataset(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path, "a") as f:
+        del f["history/td_history"]
+    with pytest.raises(HistoryError, match="td_history"):
+        load_history(str(path))
+
+
+def test_truncated_file(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:
+        fh.truncate(size // 2)
+    with pytest.raises(HistoryError, match=str(path)):
+        load_history(str(path))
