@@ -1,6 +1,8 @@
 """Shared fixtures: real Pong screens from the emulator (no mock of it)."""
 import numpy as np
 import pytest
+import threadpoolctl
+import torch
 
 from dqn_nature import GameEnvironment
 
@@ -15,3 +17,14 @@ def pong_screens():
     for _ in range(199):
         screens.append(env.step(actions[rng.integers(len(actions))], training=True)[0])
     return screens
+
+
+@pytest.fixture(scope="module")
+def single_threaded():
+    """Run torch and BLAS on one thread, as training does: with tiny batches and frames, two
+    threads on the shared 2 cores are many times slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        yield
+    torch.set_num_threads(threads)

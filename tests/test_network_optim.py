@@ -7,6 +7,8 @@ import torch
 from dqn_nature.network import convnet_atari3
 from dqn_nature.optim import DeepMindRMSProp
 
+pytestmark = pytest.mark.usefixtures("single_threaded")
+
 
 @pytest.fixture(scope="module")
 def net():

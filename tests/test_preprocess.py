@@ -5,6 +5,8 @@ import pytest
 
 from dqn_nature.preprocess import area_weights, scale_y, to_bytes
 
+pytestmark = pytest.mark.usefixtures("single_threaded")
+
 
 def test_area_weights_5_to_2_by_hand():
     # Each output cell covers 2.5 source cells; the middle one is split half and half.

@@ -1,0 +1,175 @@
+"""NeuralQLearner on real Pong screens, with a small replay memory."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from dqn_nature import NeuralQLearner
+from dqn_nature.preprocess import scale_y, to_bytes
+
+ACTIONS = [0, 1, 3, 4, 11, 12]
+pytestmark = pytest.mark.usefixtures("single_threaded")
+SMALL = dict(replay_memory=2000, bufferSize=64, minibatch_size=8, valid_size=32, learn_start=100,
+             ep_endt=1000, seed=1)
+
+
+def make_agent(actions=ACTIONS, **params):
+    torch.manual_seed(0)
+    return NeuralQLearner(actions, **{**SMALL, **params})
+
+
+@pytest.fixture(scope="module")
+def frames(pong_screens):
+    """The Pong screens preprocessed and stored as bytes: uint8 (7056,) each."""
+    return [to_bytes(scale_y(s)) for s in pong_screens]
+
+
+def fill(agent, frames, rewards=(0, 0, 0, -1, 0, 1)):
+    """Store one transition per frame, with some non-zero rewards."""
+    for i, f in enumerate(frames):
+        agent.transitions.add(f, i % agent.n_actions, rewards[i % len(rewards)], False)
+
+
+def set_constant_q(network, values):
+    """Make the network output ``values`` for every input."""
+    with torch.no_grad():
+        network.fc2.weight.zero_()
+        network.fc2.bias.copy_(torch.tensor(values))
+
+
+@pytest.mark.parametrize("num_steps, ep", [(0, 1.0), (100, 1.0), (600, 0.55), (1100, 0.1), (2000, 0.1)])
+def test_epsilon_schedule(num_steps, ep):
+    agent = make_agent()
+    agent.num_steps = num_steps
+    agent.e_greedy(agent.transitions.get_recent())
+    assert agent.ep == pytest.approx(ep)
+    agent.e_greedy(agent.transitions.get_recent(), testing_ep=0.05)
+    assert agent.ep == 0.05
+
+
+@pytest.mark.parametrize("params, num_steps, lr", [
+    (dict(lr=0.01, lr_end=0.001, lr_endt=1000), 50, 0.01),
+    (dict(lr=0.01, lr_end=0.001, lr_endt=1000), 600, 0.0055),
+    (dict(lr=0.01, lr_end=0.001, lr_endt=1000), 2000, 0.001),
+    (dict(), 600, 0.00025),  # lr_end defaults to lr: constant
+])
+def test_lr_schedule(frames, params, num_steps, lr):
+    agent = make_agent(**params)
+    fill(agent, frames)
+    agent.num_steps = num_steps
+    agent.q_learn_minibatch()
+    assert agent.lr == pytest.approx(lr)
+    assert agent.optimizer.param_groups[0]["lr"] == agent.lr
+
+
+def test_target_network_copied_when_num_steps_mod_target_q_is_1(pong_screens):
+    agent = make_agent(update_freq=1, target_q=5)
+    for screen in pong_screens[:120]:
+        agent.perceive(0, screen, False)
+        same = all(torch.equal(p, q) for p, q in zip(agent.network.parameters(),
+                                                     agent.target_network.parameters()))
+        # The first update happens in the call that starts at num_steps = learn_start + 1.
+        assert same == (agent.num_steps <= 101 or agent.num_steps % 5 == 1), agent.num_steps
+    assert agent.num_steps == 120
+
+
+@pytest.mark.parametrize("rescale_r, clip_delta, deltas", [
+    (True, 1, [0.495, -0.3, 0.395, 1.0]),
+    (True, 2, [0.495, -0.3, 0.395, 1.195]),
+    (False, 1, [0.995, -0.8, 0.395, 1.0]),
+])
+def test_get_q_update_by_hand(rescale_r, clip_delta, deltas):
+    agent = make_agent(actions=[0, 1, 2], rescale_r=rescale_r, clip_delta=clip_delta)
+    set_constant_q(agent.network, [0.5, -0.2, 0.1])
+    set_constant_q(agent.target_network, [0.3, 0.5, -1.0])  # max_a target = 0.5
+    agent.r_max = 2
+    s = np.zeros((4, 4, 7056), np.uint8)
+    a, r, term = np.array([0, 1, 2, 1]), np.array([1.0, -1.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0, 0.0])
+    # delta = r / r_max + 0.99 (1 - term) 0.5 - Q(s, a), clipped to +-clip_delta
+    targets, delta, q2_max, _ = agent.get_q_update(s, a, r, s, term)
+    np.testing.assert_allclose(delta.numpy(), deltas, atol=1e-6)
+    np.testing.assert_allclose(q2_max.numpy(), 0.5, atol=1e-7)
+    expected = np.zeros((4, 3), np.float32)
+    expected[np.arange(4), a] = deltas
+    np.testing.assert_allclose(targets.numpy(), expected, atol=1e-6)
+
+
+def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames):
+    agent = make_agent()
+    fill(agent, frames)
+    t = agent.transitions
+    t.fill_buffer()  # the next minibatch is buffer slots 0..7
+    s, a, r, s2, term = (np.array(x[:8]) for x in (t.buf_s, t.buf_a, t.buf_r, t.buf_s2, t.buf_term))
+    assert r.any() and len(set(a)) > 1
+    before = copy.deepcopy(agent.network)
+    agent.q_learn_minibatch()
+
+    x = torch.from_numpy(s).float().div(255).reshape(8, 4, 84, 84)
+    x2 = torch.from_numpy(s2).float().div(255).reshape(8, 4, 84, 84)
+    with torch.no_grad():
+        q2_max = agent.target_network(x2).max(1).values
+    params = list(before.parameters())
+    expected = [torch.zeros_like(p) for p in params]
+    for i in range(8):
+        q = before(x[i:i + 1])[0, a[i]]
+        delta = (r[i] + 0.99 * (1 - term[i]) * q2_max[i] - q.detach()).clamp(-1, 1)
+        for e, g in zip(expected, torch.autograd.grad(q, params)):
+            e += delta * g
+    for p, e, old in zip(agent.network.parameters(), expected, params):
+        torch.testing.assert_close(p.grad, e, rtol=1e-4, atol=1e-7)
+        # First RMSProp step: g = 0.05 dw, g2 = 0.05 dw^2, ascent along dw.
+        dw = p.grad
+        denom = (0.05 * dw ** 2 - (0.05 * dw) ** 2 + 0.01).sqrt()
+        torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
+
+
+def test_perceive_stores_transitions_only_when_training(pong_screens):
+    agent = make_agent()
+    a0 = agent.perceive(0, pong_screens[0], False)
+    assert agent.transitions.size() == 0 and agent.num_steps == 1  # nothing before to link
+    assert a0 in range(len(ACTIONS))
+    agent.perceive(5.0, pong_screens[1], False)
+    assert agent.transitions.size() == 1 and agent.num_steps == 2
+    np.testing.assert_array_equal(agent.transitions.s[0], to_bytes(scale_y(pong_screens[0])))
+    assert (agent.transitions.a[0], agent.transitions.r[0], agent.transitions.t[0]) == (a0, 1.0, False)
+    assert agent.r_max == 1  # the reward was clipped before rescaling saw it
+    assert agent.perceive(-3.0, pong_screens[2], True) is None
+    assert agent.transitions.r[1] == -1.0 and agent.transitions.recent_a[-1] == 0
+    agent.perceive(0, pong_screens[3], False)
+    assert agent.transitions.t[2]  # the terminal screen's flag
+    for screen in pong_screens[4:10]:
+        assert agent.perceive(1, screen, False, testing=True, testing_ep=0.05) is not None
+        assert agent.ep == 0.05
+    assert agent.transitions.size() == 3 and agent.num_steps == 4
+
+
+def test_reward_clipping_bounds_and_rescaling(pong_screens):
+    agent = make_agent(min_reward=-2, max_reward=3)
+    for reward, screen in zip([0, 5, -7], pong_screens):
+        agent.perceive(reward, screen, False)
+    assert list(agent.transitions.r[:2]) == [3, -2] and agent.r_max == 3
+
+
+def test_validation_set_sampled_at_learn_start_plus_1(pong_screens):
+    agent = make_agent(learn_start=70)
+    for screen in pong_screens[:72]:
+        assert agent.valid is None
+        agent.perceive(0, screen, False)
+    assert agent.num_steps == 72  # sampled in the call that began at num_steps = 71
+    s, a, r, s2, term = agent.valid
+    assert s.shape == (32, 4, 7056) and s2.shape == (32, 4, 7056) and len(a) == len(r) == len(term) == 32
+    valid = copy.deepcopy(agent.valid)
+    agent.perceive(0, pong_screens[72], False)
+    assert all(np.array_equal(u, v) for u, v in zip(agent.valid, valid))  # kept for the run
+
+
+def test_greedy_breaks_ties_uniformly(frames):
+    agent = make_agent()
+    state = agent.transitions.get_recent()
+    set_constant_q(agent.network, [0.25] * 6)
+    counts = np.bincount([agent.greedy(state) for _ in range(300)], minlength=6)
+    assert (counts > 25).all(), counts
+    assert agent.bestq == 0.25
+    set_constant_q(agent.network, [0.0, 0.0, 0.0, 1.0, 0.0, 1.0 - 1e-6])
+    assert {agent.greedy(state) for _ in range(50)} == {3}
