@@ -184,3 +184,75 @@ def load_history(path: str) -> History:
     return History(path=path, game=attrs.get("game"), steps=int(attrs.get("steps", 0)),
                    frames=int(attrs.get("frames", 0)), package_version=attrs.get("package_version"),
                    arguments=arguments, attrs=attrs, **arrays)
+
+
+# Arguments that do not change what is learned; runs differing only in these are seeds of one configuration.
+RUN_ONLY_ARGUMENTS = frozenset({"seed", "name", "steps", "verbose", "threads", "gpu", "prog_freq", "save_freq",
+                                "save_versions", "save_network_params", "game_path"})
+
+
+@dataclasses.dataclass
+class RunSet:
+    """Runs of one game and configuration (differing only in ``RUN_ONLY_ARGUMENTS``, e.g. seeds).
+
+    Attributes: ``game``; ``arguments`` (the shared configuration, without ``RUN_ONLY_ARGUMENTS``);
+    ``runs`` (list of ``History``, in the order given); ``label`` (a short name for legends and tables).
+    """
+
+    game: str
+    arguments: dict
+    runs: list
+    label: str = ""
+
+
+def history_paths(inputs) -> list:
+    """Expand ``inputs`` (files and folders) to history paths: a folder gives every ``*.h5``
+    below it, sorted, except ``*.params.h5``.
+
+    Raises:
+        HistoryError: a folder without any history file.
+    """
+    paths = []
+    for item in inputs:
+        if os.path.isdir(item):
+            found = sorted(os.path.join(root, name) for root, _, names in os.walk(item) for name in names
+                           if name.endswith(".h5") and not name.endswith(".params.h5"))
+            if not found:
+                raise HistoryError(f"{item}: no .h5 history file in this folder")
+            paths += found
+        else:
+            paths.append(item)
+    return paths
+
+
+def _name_label(runs) -> str:
+    names = [os.path.splitext(os.path.basename(r.path))[0] for r in runs]
+    if len(names) == 1:
+        return names[0]
+    return os.path.commonprefix(names).rstrip("_-.0123456789") or names[0]
+
+
+def load_runs(paths) -> list:
+    """Load histories (files, or folders searched by ``history_paths``) grouped into ``RunSet``s
+    by game and configuration, in order of first appearance.
+
+    Labels are the file names (their common prefix for several seeds); when a game has several
+    configurations, the arguments in which they differ are added, e.g. ``pong_fast [update_freq=1]``.
+
+    Raises:
+        HistoryError: a path that is not a readable history.
+    """
+    sets = {}
+    for path in history_paths(paths):
+        h = load_history(path)
+        config = {k: v for k, v in sorted(h.arguments.items()) if k not in RUN_ONLY_ARGUMENTS}
+        key = (h.game, repr(config))
+        sets.setdefault(key, RunSet(h.game, config, [])).runs.append(h)
+    result = list(sets.values())
+    for s in result:
+        same_game = [o.arguments for o in result if o.game == s.game]
+        differing = sorted({k for a in same_game for k in a if any(b.get(k) != a[k] for b in same_game)})
+        s.label = _name_label(s.runs)
+        if differing:
+            s.label += " [" + ", ".join(f"{k}={s.arguments.get(k)}" for k in differing) + "]"
+    return result

@@ -1,0 +1,260 @@
+"""Loading runs, dqn-plot and dqn-report (issue 7)."""
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from dqn_nature import load_history
+from dqn_nature.config import Config
+from dqn_nature.history import history_paths, load_runs, save_history, save_network_params
+from dqn_nature.plot import main as plot_main, seed_curves, x_values
+from dqn_nature.report import main as report_main, report_rows
+from dqn_nature.scores import SCORES
+
+REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference"
+PNG_SIZE = (1100, 450)  # plot.FIGSIZE (11 x 4.5 inches) at the default 100 dpi
+REFERENCE_GREY = (210, 210, 210)  # the --reference band: grey at alpha 0.35 on white
+SEED_BAND = (198, 220, 236)  # the first configuration's band: C0 at alpha 0.25 on white
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A history written by dqn-train: 1500 steps of Pong, evaluations at steps 1000 and 1500."""
+    name = tmp_path_factory.mktemp("trained") / "pong_run"
+    subprocess.run(["dqn-train", "--game", "pong", "--steps", "1500", "--replay-memory", "2000",
+                    "--learn-start", "600", "--eval-freq", "500", "--eval-steps", "200", "--save-freq", "1500",
+                    "--gpu", "-1", "--threads", "1", "--verbose", "0", "--name", str(name)], check=True)
+    return str(name) + ".h5"
+
+
+def synthetic(path, rewards, *, game="pong", first_step=50_000, eval_freq=50_000, **arguments):
+    """Write a history with evaluation scores ``rewards`` at steps first_step, +eval_freq, ...;
+    v_history is 0.1 x the evaluation index. ``arguments`` override run_gpu's defaults."""
+    n = len(rewards)
+    steps = first_step + eval_freq * np.arange(n)
+    history = dict(reward_history=rewards, reward_counts=np.full(n, 21), episode_counts=np.ones(n),
+                   v_history=0.1 * np.arange(n), td_history=np.ones(n), qmax_history=np.ones(n),
+                   step_history=steps, time_history=np.arange(n + 1) * 10.0)
+    args = dict(Config(game=game).as_dict(), name=str(path)[:-3], **arguments)
+    done = int(steps[-1]) if n else first_step - 1
+    save_history(str(path), game=game, steps=done, frames=done * args["actrep"], history=history, model={},
+                 best_model=None, arguments=args, package_version="0.1.0")
+    return str(path)
+
+
+def run_cli(main, args, capsys):
+    """Run a console entry point in-process; return (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def count_colour(path, rgb, tol=2):
+    pixels = np.asarray(Image.open(path).convert("RGB"), dtype=np.int16)
+    return int((np.abs(pixels - np.array(rgb)).max(axis=-1) <= tol).sum())
+
+
+def expect_error(main, args, capsys, text):
+    code, out, err = run_cli(main, args, capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and text in err, err
+    return err
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+def test_load_history_round_trip_from_the_trainer(trained):
+    h = load_history(trained)
+    assert (h.game, h.steps, h.frames) == ("pong", 1500, 6000)
+    assert h.step_history.tolist() == [1000, 1500] and h.frame_history.tolist() == [4000, 6000]
+    assert len(h.reward_history) == len(h.v_history) == 2 and len(h.time_history) == 3
+    assert h.time_history[0] == 0 and np.all(np.diff(h.time_history) > 0)
+    assert h.arguments["replay_memory"] == 2000 and h.arguments["learn_start"] == 600
+    with h5py.File(trained) as f:
+        stored = f["model/fc2.weight"][()]
+    for which in ("model", "best_model"):
+        net = h.load_network(which)
+        assert net(torch.zeros(1, 4, 84, 84)).shape == (1, stored.shape[0])
+    assert torch.equal(h.load_network("model").state_dict()["fc2.weight"], torch.from_numpy(stored))
+
+
+def test_load_runs_groups_seeds_by_game_and_configuration(tmp_path):
+    seeds = [synthetic(tmp_path / f"fast_s{s}.h5", [1.0, 2.0], seed=s, update_freq=1) for s in (1, 2, 3)]
+    slow = synthetic(tmp_path / "slow.h5", [0.0], update_freq=4)
+    (tmp_path / "sub").mkdir()
+    other = synthetic(tmp_path / "sub" / "brk.h5", [5.0], game="breakout", update_freq=1)
+    sets = load_runs([*seeds, slow, other])
+    assert [(s.game, len(s.runs)) for s in sets] == [("pong", 3), ("pong", 1), ("breakout", 1)]
+    assert [r.path for r in sets[0].runs] == seeds
+    assert [s.label for s in sets] == ["fast_s [update_freq=1]", "slow [update_freq=4]", "brk"]
+    assert "seed" not in sets[0].arguments and sets[0].arguments["update_freq"] == 1
+
+    save_network_params(str(tmp_path / "sub" / "brk.params.h5"), torch.nn.Linear(2, 2))
+    assert history_paths([tmp_path]) == sorted([*seeds, slow, other])
+
+
+def test_x_axes_and_seed_statistics(tmp_path):
+    a = synthetic(tmp_path / "a.h5", [1.0, 3.0, 8.0], first_step=600 + 4 * 50_000, eval_freq=4 * 50_000,
+                  learn_start=600, update_freq=4, n_replay=1, seed=1)
+    b = synthetic(tmp_path / "b.h5", [3.0, 7.0], first_step=600 + 4 * 50_000, eval_freq=4 * 50_000,
+                  learn_start=600, update_freq=4, n_replay=1, seed=2)
+    (s,) = load_runs([a, b])
+    run = s.runs[0]
+    steps = np.array([0, 600, 200_600, 400_600])
+    assert x_values(run, steps, "epochs").tolist() == [0.0, 0.0, 1.0, 2.0]
+    assert x_values(run, steps, "frames").tolist() == [0, 2400, 802_400, 1_602_400]
+    assert x_values(run, steps, "steps").tolist() == steps.tolist()
+    xs, mean, low, high, std = seed_curves(s, "reward_history", "epochs")
+    assert xs.tolist() == [1.0, 2.0, 3.0]
+    assert mean.tolist() == [2.0, 5.0, 8.0] and low.tolist() == [1.0, 3.0, 8.0] and high.tolist() == [3.0, 7.0, 8.0]
+    assert std.tolist() == [1.0, 2.0, 0.0]
+
+
+@pytest.mark.skipif(not (REFERENCE / "nature_dqn_scores.csv").exists(), reason="../shared/reference absent")
+def test_scores_match_the_reference_csv():
+    with open(REFERENCE / "nature_dqn_scores.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert sorted(SCORES) == sorted(r["game"] for r in rows)
+    for r in rows:
+        expected = [float(r[k]) if r[k] else None
+                    for k in ("dqn_nature_mean", "dqn_nature_std", "random_score", "human_score")]
+        assert list(SCORES[r["game"]]) == expected, r["game"]
+
+
+# -- dqn-plot --------------------------------------------------------------------------------
+
+def test_plot_one_trained_run(trained, tmp_path, capsys):
+    fig = tmp_path / "one.png"
+    code, out, err = run_cli(plot_main, [trained, "-o", fig, "--show-random-human"], capsys)
+    assert code == 0 and err == ""
+    with Image.open(fig) as im:
+        assert im.format == "PNG" and im.size == PNG_SIZE
+    assert count_colour(fig, SEED_BAND) < 300  # one seed: a line, no band (a band of 3 seeds: > 2000)
+    for suffix, magic in ((".svg", b"<?xml"), (".pdf", b"%PDF")):
+        run_cli(plot_main, [trained, "-o", tmp_path / f"one{suffix}", "--x", "epochs"], capsys)
+        assert (tmp_path / f"one{suffix}").read_bytes().startswith(magic)
+
+
+def test_plot_several_seeds_draws_a_band(tmp_path, capsys):
+    runs = [synthetic(tmp_path / f"s{s}.h5", list(np.linspace(-20, 10, 12) + 3 * s), seed=s) for s in (1, 2, 3)]
+    sizes = {}
+    for band, dpi in (("minmax", 100), ("std", 50)):
+        fig = tmp_path / f"seeds_{band}.png"
+        code, _, _ = run_cli(plot_main, [*runs, "-o", fig, "--band", band, "--dpi", dpi, "--x", "steps"], capsys)
+        assert code == 0
+        sizes[band] = Image.open(fig).size
+        assert count_colour(fig, SEED_BAND) > (2000 if dpi == 100 else 500)
+    assert sizes == {"minmax": PNG_SIZE, "std": (550, 225)}
+
+
+def test_plot_reference_overlay(tmp_path, capsys):
+    ref = REFERENCE / "dopamine_dqn_curves.csv"
+    if not ref.exists():
+        ref = tmp_path / "curves.csv"
+        ref.write_text("game,run,frames,mean_return\n" + "".join(
+            f"pong,{r},{f * 1_000_000},{-21 + f * 3 + r}\n" for r in range(3) for f in range(1, 6)))
+    run = synthetic(tmp_path / "run.h5", list(np.linspace(-21, 0, 20)))  # 4M frames
+    plain, overlay = tmp_path / "plain.png", tmp_path / "overlay.png"
+    run_cli(plot_main, [run, "-o", plain], capsys)
+    code, _, err = run_cli(plot_main, [run, "-o", overlay, "--reference", ref], capsys)
+    assert code == 0 and err == ""
+    assert Image.open(overlay).size == PNG_SIZE
+    assert count_colour(overlay, REFERENCE_GREY) - count_colour(plain, REFERENCE_GREY) > 3000
+
+
+def test_plot_notes_a_run_without_evaluation(tmp_path, capsys):
+    empty = synthetic(tmp_path / "empty.h5", [])
+    full = synthetic(tmp_path / "full.h5", [1.0, 2.0])
+    code, _, err = run_cli(plot_main, [empty, full, "-o", tmp_path / "f.png"], capsys)
+    assert code == 0 and "note:" in err and "empty.h5: no evaluation yet" in err
+    assert Image.open(tmp_path / "f.png").size == PNG_SIZE
+    expect_error(plot_main, [empty, "-o", tmp_path / "g.png"], capsys, "no evaluation in any of the runs")
+    assert not (tmp_path / "g.png").exists()
+
+
+def test_plot_bad_input(tmp_path, capsys):
+    run = synthetic(tmp_path / "run.h5", [1.0, 2.0])
+    text = tmp_path / "notes.h5"
+    text.write_text("not hdf5")
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = [1, 2]
+    params = tmp_path / "net.params.h5"
+    save_network_params(str(params), torch.nn.Linear(2, 2))
+    for bad in (text, foreign, params, tmp_path / "missing.h5"):
+        expect_error(plot_main, [bad, "-o", tmp_path / "f.png"], capsys, str(bad))
+    expect_error(plot_main, [run, "-o", tmp_path / "f.gif"], capsys, "use a .png, .svg or .pdf")
+    other = synthetic(tmp_path / "brk.h5", [3.0], game="breakout")
+    expect_error(plot_main, [run, other, "-o", tmp_path / "f.png"], capsys, "--allow-mixed")
+    assert run_cli(plot_main, [run, other, "-o", tmp_path / "f.png", "--allow-mixed"], capsys)[0] == 0
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_text("game,iteration,return\npong,0,-20\n")
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
+                 "lacks column(s) run, frames, mean_return")
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--x", "hours"], capsys, "--x")
+    expect_error(plot_main, [run], capsys, "--output")
+    assert not (tmp_path / "g.png").exists() and not (tmp_path / "f.gif").exists()
+
+
+# -- dqn-report ------------------------------------------------------------------------------
+
+def test_report_rows_by_hand(tmp_path, capsys):
+    a = synthetic(tmp_path / "pong_s1.h5", [-20.0, -5.0, 3.5], seed=1)
+    b = synthetic(tmp_path / "pong_s2.h5", [-19.0, 9.0, 7.5], seed=2)
+    c = synthetic(tmp_path / "tetris.h5", [12.0], game="tetris")
+    pong, tetris = report_rows(load_runs([a, b, c]))
+    assert (pong["seeds"], pong["frames"], pong["evaluations"]) == (2, 150_000 * 4, 3)
+    assert pong["best"] == 9.0 and pong["last"] == 5.5 and pong["last_std"] == 2.0
+    assert (pong["nature"], pong["nature_std"], pong["random"], pong["human"]) == (18.9, 1.3, -20.7, 14.6)
+    assert pong["human_normalised"] == pytest.approx(100 * (5.5 + 20.7) / (14.6 + 20.7))  # 74.22
+    assert pong["percent_of_nature"] == pytest.approx(100 * 5.5 / 18.9)  # 29.10
+    assert tetris["last"] == 12.0 and tetris["last_std"] is None
+    assert all(tetris[k] is None for k in ("nature", "nature_std", "random", "human", "human_normalised",
+                                           "percent_of_nature"))
+
+    code, out, _ = run_cli(report_main, [tmp_path], capsys)  # a folder: all three histories
+    assert code == 0
+    header, row_pong, row_tetris = out.strip().splitlines()
+    assert header.split()[:2] == ["game", "configuration"]
+    assert row_pong.split() == ["pong", "pong_s", "2", "600,000", "3", "9.0", "5.5", "2.0", "18.9", "1.3",
+                                "-20.7", "14.6", "74.2", "29.1"]
+    assert row_tetris.split() == ["tetris", "tetris", "1", "200,000", "1", "12.0", "12.0"]
+    assert len({len(header), len(row_pong)}) == 1  # aligned
+
+    rows = json.loads(run_cli(report_main, [a, b, "--format", "json"], capsys)[1])
+    assert rows[0]["human_normalised"] == pytest.approx(74.2209, abs=1e-4) and rows[0]["config"] == "pong_s"
+    out = run_cli(report_main, [c, "--format", "csv"], capsys)[1]
+    assert list(csv.DictReader(out.splitlines()))[0] == dict(
+        game="tetris", config="tetris", seeds="1", frames="200000", evaluations="1", best="12.0", last="12.0",
+        last_std="", nature="", nature_std="", random="", human="", human_normalised="", percent_of_nature="")
+    lines = run_cli(report_main, [a, c, "--format", "markdown"], capsys)[1].strip().splitlines()
+    assert len(lines) == 4 and lines[1].startswith("|---|---|--:") and lines[2].startswith("| pong | pong_s1 |")
+
+
+def test_report_bad_input(tmp_path, capsys):
+    junk = tmp_path / "junk.h5"
+    junk.write_text("junk")
+    expect_error(report_main, [junk], capsys, "junk.h5: not a readable HDF5 file")
+    (tmp_path / "empty").mkdir()
+    expect_error(report_main, [tmp_path / "empty"], capsys, "no .h5 history file")
+    expect_error(report_main, [junk, "--format", "xml"], capsys, "--format")
+
+
+def test_console_scripts(trained, tmp_path):
+    fig = tmp_path / "f.png"
+    plot = subprocess.run(["dqn-plot", trained, "-o", str(fig)], capture_output=True, text=True)
+    assert plot.returncode == 0 and Image.open(fig).size == PNG_SIZE
+    report = subprocess.run(["dqn-report", trained, "--format", "csv"], capture_output=True, text=True)
+    assert report.returncode == 0
+    row = list(csv.DictReader(report.stdout.splitlines()))[0]
+    assert (row["game"], row["frames"], row["evaluations"]) == ("pong", "6000", "2")
+    assert float(row["last"]) == load_history(trained).reward_history[-1]
+    bad = subprocess.run(["dqn-report", str(tmp_path / "nothing.h5")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip() == f"dqn-report: error: {tmp_path / 'nothing.h5'}: no such file"
