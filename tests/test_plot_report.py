@@ -247,6 +247,14 @@ def test_report_bad_input(tmp_path, capsys):
     expect_error(report_main, [junk, "--format", "xml"], capsys, "--format")
 
 
+def test_report_of_a_run_without_evaluation_has_blanks(tmp_path, capsys):
+    code, out, err = run_cli(report_main, [synthetic(tmp_path / "new.h5", []), "--format", "csv"], capsys)
+    row = list(csv.DictReader(out.splitlines()))[0]
+    assert code == 0 and err == "" and row["evaluations"] == "0"
+    assert row["best"] == row["last"] == row["human_normalised"] == row["percent_of_nature"] == ""
+    assert row["nature"] == "18.9"
+
+
 def test_console_scripts(trained, tmp_path):
     fig = tmp_path / "f.png"
     plot = subprocess.run(["dqn-plot", trained, "-o", str(fig)], capture_output=True, text=True)
@@ -256,5 +264,3 @@ def test_console_scripts(trained, tmp_path):
     row = list(csv.DictReader(report.stdout.splitlines()))[0]
     assert (row["game"], row["frames"], row["evaluations"]) == ("pong", "6000", "2")
     assert float(row["last"]) == load_history(trained).reward_history[-1]
-    bad = subprocess.run(["dqn-report", str(tmp_path / "nothing.h5")], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.strip() == f"dqn-report: error: {tmp_path / 'nothing.h5'}: no such file"
