@@ -102,6 +102,7 @@ class GameEnvironment:
         self._ale_actions = {a.value: a for a in self.ale.getLegalActionSet()}
         self.rng = np.random.default_rng(seed)
         self.screen = GameScreen(pool_size, pool_type)
+        self.frame_hook = None  # if set, called with each emulator frame, uint8 (210, 160, 3) (dqn-test)
         self.reward, self.terminal, self.lives = 0, False, self.ale.lives()
         self._update_state(*self._step(0))
 
@@ -123,7 +124,10 @@ class GameEnvironment:
             reward = 0
         else:
             reward = self.ale.act(self._ale_actions[action])
-        self.ale.getScreenRGB(self.screen.paint_buffer())
+        frame = self.screen.paint_buffer()
+        self.ale.getScreenRGB(frame)
+        if self.frame_hook is not None:
+            self.frame_hook(frame)
         return reward, self.ale.game_over(), self.ale.lives()
 
     def _update_state(self, reward, terminal, lives) -> None:

@@ -18,7 +18,7 @@ import torch
 from . import __version__
 from .config import Config
 from .environment import GameEnvironment
-from .history import HISTORY_FIELDS, load_history, save_history, save_network_params
+from .history import HISTORY_FIELDS, save_history, save_network_params
 from .neural_q_learner import NeuralQLearner
 
 TESTING_EP = 0.05  # evaluation epsilon of train_agent.lua
@@ -92,14 +92,15 @@ class Trainer:
         self.train_time = 0.0  # seconds of training, evaluations excluded
 
     def load_network(self, path: str, best: bool = False) -> None:
-        """Start from the network stored in a history ``.h5`` (the Lua ``-network`` flag).
+        """Start from the network stored in a history ``.h5`` or a DQN 3.0 ``.t7`` (the Lua ``-network`` flag).
 
         Raises:
             history.HistoryError: unreadable file or a network that does not fit the game.
         """
         from .history import HistoryError
+        from .networks import load_network_state
 
-        state = load_history(path).state_dict("best_model" if best else "model")
+        state = load_network_state(path, best)
         try:
             self.agent.network.load_state_dict(state)
         except RuntimeError:

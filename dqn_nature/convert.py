@@ -1,0 +1,100 @@
+"""``dqn-convert``: carry a DQN 3.0 run over: ``<name>.t7`` (or ``.params.t7``) to a ``.h5`` history."""
+from __future__ import annotations
+
+import click
+import h5py
+
+from . import __version__
+from .cli import fail
+from .environment import GameEnvironment, GameError
+from .files import atomic_path
+from .history import HISTORY_FIELDS, save_history
+
+SOURCE = "DQN 3.0 .t7"
+
+
+def game_actions(game: str) -> int:
+    """Size of ``game``'s minimal action set. Raises environment.GameError for an unknown game."""
+    return len(GameEnvironment(game, random_starts=0).get_actions())
+
+
+def _check_actions(source: str, model: dict, game: str | None) -> None:
+    from .torch7 import LegacyError
+
+    n_net = model["fc2.weight"].shape[0]
+    if game and n_net != game_actions(game):
+        raise LegacyError(f"{source}: its network has {n_net} actions but {game} has {game_actions(game)}")
+
+
+def convert(source: str, target: str, game: str | None = None, n_actions: int | None = None,
+            cuda_conv: bool = False) -> str:
+    """Write the history ``target`` from the DQN 3.0 file ``source``; return a summary line.
+
+    A snapshot gives networks, histories (``step_history`` rebuilt from ``eval_freq`` and
+    ``learn_start``) and arguments; a ``.params.t7`` vector gives ``model`` alone, for
+    ``game`` or ``n_actions`` (inferred from its length when neither is given). The file's
+    root attributes ``converted_from`` and ``source`` record where it came from.
+
+    Args:
+        game: ROM id; for a snapshot, overrides its ``env`` argument.
+        cuda_conv: a vector's convolution weights are in ``SpatialConvolutionCUDA`` order.
+
+    Raises:
+        torch7.LegacyError: unreadable or unsuitable file, or an action count that does not
+            match the game. environment.GameError: unknown game. OSError: ``target`` cannot be written.
+    """
+    from .torch7 import LegacyError, load_snapshot, param_vector, params_state, read_t7
+
+    data = read_t7(source)
+    vector = param_vector(data)
+    if vector is not None:
+        model = params_state(vector, source, n_actions, cuda_conv=cuda_conv)
+        _check_actions(source, model, game)
+        hist_len = model["conv1.weight"].shape[1]
+        history = {key: [] for key in HISTORY_FIELDS}
+        history["time_history"] = [0.0]
+        arguments, best, steps, actrep = dict(game=game, hist_len=hist_len), None, 0, 1
+        summary = f"a parameter vector ({model['fc2.weight'].shape[0]} actions)"
+    else:
+        snap = load_snapshot(source, data)
+        game = game or snap.game
+        if not game:
+            raise LegacyError(f"{source}: its arguments name no game (env); give one with --game")
+        _check_actions(source, snap.model, game)
+        model, best, history, steps = snap.model, snap.best_model, snap.history, snap.steps
+        arguments = {**snap.arguments, "game": game}
+        actrep = int(arguments.get("actrep") or 1)
+        rewards = history["reward_history"]
+        summary = (f"{game}, {steps} steps, {len(rewards)} evaluations"
+                   + (f", best reward {max(rewards):g}" if rewards else ""))
+    with atomic_path(target) as tmp:
+        save_history(tmp, game=game or "", steps=steps, frames=steps * actrep, history=history, model=model,
+                     best_model=best, arguments=arguments, package_version=__version__)
+        with h5py.File(tmp, "a") as f:
+            f.attrs.update(converted_from=source, source=SOURCE)
+    return f"Converted {source} ({summary}) to {target}"
+
+
+@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.argument("source", metavar="OLD.t7")
+@click.argument("target", metavar="NEW.h5")
+@click.option("--game", "-game", "-env", "game", help="ROM id; needed for a .params.t7 (or use --n-actions), "
+              "overrides a snapshot's env")
+@click.option("--n-actions", "-n_actions", "n_actions", type=click.IntRange(1), help="action count of a .params.t7")
+@click.option("--cuda-conv", "-cuda_conv", "cuda_conv", is_flag=True,
+              help="the .params.t7 comes from DeepMind's GPU network (SpatialConvolutionCUDA weight order)")
+def main(source, target, game, n_actions, cuda_conv):
+    """Convert a DQN 3.0 snapshot OLD.t7 (or a .params.t7 vector) into the history NEW.h5.
+
+    Needs the torchfile package for binary .t7 files: pip install dqn-nature[legacy].
+    """
+    from .torch7 import LegacyError
+
+    if not source.endswith(".t7"):
+        fail(f"{source}: not a .t7 file")
+    try:
+        click.echo(convert(source, target, game, n_actions, cuda_conv))
+    except (LegacyError, GameError) as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"cannot write {target}: {e.strerror or e}")

@@ -1,0 +1,31 @@
+"""Trained networks from files: this package's ``.h5`` histories and DQN 3.0's ``.t7`` files."""
+from __future__ import annotations
+
+import os
+
+from .history import HistoryError, load_history
+
+
+def load_network_state(path: str, best: bool = False) -> dict:
+    """The ``convnet_atari3`` ``state_dict`` stored in ``path`` (the Lua ``-network`` flag).
+
+    Args:
+        path: a ``.h5`` history, a DQN 3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
+        best: take the best evaluated network (``best_model``) instead of the last one.
+
+    Returns:
+        float32 tensors under ``ConvNetAtari3``'s parameter names; the action count is
+        ``state["fc2.weight"].shape[0]``, the history length ``state["conv1.weight"].shape[1]``.
+
+    Raises:
+        history.HistoryError (``torch7.LegacyError`` for ``.t7``): another suffix, a missing
+            or unreadable file, no such network, or ``torchfile`` not installed.
+    """
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".t7":
+        from .torch7 import load_t7_network
+
+        return load_t7_network(path, best)
+    if suffix == ".h5":
+        return load_history(path).state_dict("best_model" if best else "model")
+    raise HistoryError(f"{path}: not a network file (expected a .h5 history or a DQN 3.0 .t7 file)")

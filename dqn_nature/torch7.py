@@ -1,0 +1,452 @@
+"""DQN 3.0's Torch7 files: ``<name>.t7`` snapshots and ``<name>.params.t7`` parameter vectors.
+
+A snapshot is the table ``train_agent.lua`` saves: ``model`` and ``best_model`` (an
+``nn.Sequential`` of ``nn.Reshape``, ``nn.SpatialConvolution`` (or its ``MM``/``CUDA``
+variants, with ``nn.Transpose`` around the CUDA ones), ``nn.Rectifier`` and ``nn.Linear``),
+the evaluation histories and ``arguments`` (the options, ``agent_params`` nested).
+Binary files are read with the ``torchfile`` package (the ``legacy`` extra); the ascii
+``.params.t7`` (``{network = w:float()}``) with a small reader of Torch7's ascii format.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import torch
+
+from .config import FIELDS, field_type, lua_name
+from .history import HistoryError
+from .network import convnet_atari3
+
+# (kernel, stride, padding) of convnet_atari3's convolutions
+CONV_SHAPES = {"conv1": (8, 4, 1), "conv2": (4, 2, 0), "conv3": (3, 1, 0)}
+_CONVS = {"nn.SpatialConvolution", "nn.SpatialConvolutionMM", "nn.SpatialConvolutionCUDA",
+          "cudnn.SpatialConvolution"}
+_PASS_THROUGH = {"nn.Reshape", "nn.View", "nn.Transpose", "nn.Rectifier", "nn.ReLU", "cudnn.ReLU"}
+_HISTORIES = ("reward_history", "reward_counts", "episode_counts", "v_history", "td_history",
+              "qmax_history", "time_history")
+_BY_LUA_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}, "env": None}
+
+
+class LegacyError(HistoryError):
+    """A Torch7 file that cannot be used; the message is one line naming the file."""
+
+
+# -- reading ------------------------------------------------------------------------------
+def read_t7(path: str):
+    """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii.
+
+    Tables become dicts with ``str`` keys (lists when their keys are 1..n), strings
+    ``str``, tensors numpy arrays, other Torch classes ``torchfile.TorchObject``.
+
+    Raises:
+        LegacyError: missing or unreadable file, or ``torchfile`` not installed for a binary one.
+    """
+    try:
+        with open(path, "rb") as fh:
+            ascii_format = fh.read(2) in (b"3\n", b"4\n")  # a binary file starts with an int32 tag
+    except OSError as e:
+        raise LegacyError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        if ascii_format:
+            with open(path, "rb") as fh:
+                return _plain(_AsciiReader(fh.read()).read_obj())
+        try:
+            import torchfile
+        except ImportError:
+            raise LegacyError(f"{path}: reading Torch7 binary files needs torchfile: "
+                              "pip install dqn-nature[legacy]") from None
+        return _plain(torchfile.load(path))
+    except LegacyError:
+        raise
+    except Exception as e:  # torchfile raises struct.error, ValueError, EOFError... on damaged files
+        raise LegacyError(f"{path}: not a readable Torch7 file ({type(e).__name__}: {e})") from None
+
+
+def _plain(obj, memo=None):
+    """torchfile's byte strings, hashable dicts and TorchObjects as ``str``, ``dict`` and
+    ``_TorchObject``; an object shared in the file stays shared."""
+    memo = {} if memo is None else memo
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    if not isinstance(obj, (dict, list)) and not hasattr(obj, "torch_typename"):
+        return obj
+    if id(obj) in memo:
+        return memo[id(obj)]
+    if isinstance(obj, dict):
+        out = memo[id(obj)] = {}
+        out.update((_plain(k, memo), _plain(v, memo)) for k, v in obj.items())
+    elif isinstance(obj, list):
+        out = memo[id(obj)] = []
+        out.extend(_plain(v, memo) for v in obj)
+    else:
+        out = memo[id(obj)] = _TorchObject(_plain(obj.torch_typename()), {})
+        out.fields = _plain(obj._obj, memo)
+    return out
+
+
+@dataclasses.dataclass
+class _TorchObject:
+    """An instance of a Torch class other than tensors and storages (an ``nn`` module...)."""
+
+    typename: str
+    fields: dict
+
+    def get(self, key, default=None):
+        return self.fields.get(key, default) if isinstance(self.fields, dict) else default
+
+
+class _AsciiReader:
+    """Torch7's ``File:readObject`` on an ascii file (``torch.save(f, x, 'ascii')``): numbers
+    as text, each write followed by a newline, strings as raw bytes after their length."""
+
+    _TOKEN = re.compile(rb"\s*(\S+)")
+    _DTYPES = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
+               "Float": np.float32, "Double": np.float64, "Cuda": np.float32}
+
+    def __init__(self, data: bytes):
+        self.data, self.pos, self.objects = data, 0, {}
+
+    def _newline(self):
+        if self.data[self.pos:self.pos + 1] == b"\n":
+            self.pos += 1
+
+    def _numbers(self, n: int, kind=int) -> list:
+        values = []
+        for _ in range(n):
+            m = self._TOKEN.match(self.data, self.pos)
+            if not m:
+                raise ValueError(f"truncated file at byte {self.pos}")
+            values.append(kind(m.group(1)))
+            self.pos = m.end()
+        if n:
+            self._newline()
+        return values
+
+    def _chars(self) -> str:
+        n = self._numbers(1)[0]
+        raw = self.data[self.pos:self.pos + n]
+        self.pos += n
+        if n:
+            self._newline()
+        return raw.decode("utf-8", "replace")
+
+    def read_obj(self):
+        tag = self._numbers(1)[0]
+        if tag == 0:
+            return None
+        if tag == 1:
+            return _number(self._numbers(1, float)[0])
+        if tag == 2:
+            return self._chars()
+        if tag == 5:
+            return self._numbers(1)[0] == 1
+        if tag not in (3, 4):
+            raise ValueError(f"object type {tag} at byte {self.pos} (functions are not read)")
+        index = self._numbers(1)[0]
+        if index in self.objects:
+            return self.objects[index]
+        if tag == 3:
+            table = self.objects[index] = {}
+            for _ in range(self._numbers(1)[0]):
+                key = self.read_obj()
+                table[key] = self.read_obj()
+            if set(table) == set(range(1, len(table) + 1)):
+                self.objects[index] = [table[k] for k in range(1, len(table) + 1)]
+            return self.objects[index]
+        version = self._chars()
+        typename = self._chars() if version.startswith("V ") else version
+        kind = re.fullmatch(r"torch\.(Cuda)?(\w*?)(Tensor|Storage)", typename)
+        if not kind:
+            obj = self.objects[index] = _TorchObject(typename, {})
+            obj.fields = self.read_obj()
+            return obj
+        dtype = self._DTYPES[kind.group(2) or kind.group(1)]
+        if kind.group(3) == "Storage":
+            size = self._numbers(1)[0]
+            if dtype in (np.uint8, np.int8):  # bytes are written raw, not as numbers
+                values = np.frombuffer(self.data, dtype, size, self.pos).copy()
+                self.pos += size
+                if size:
+                    self._newline()
+                self.objects[index] = values
+                return values
+            end = self.data.index(b"\n", self.pos) if size else self.pos
+            values = np.fromstring(self.data[self.pos:end], np.float64, sep=" ").astype(dtype)
+            if values.size != size:
+                raise ValueError(f"a storage of {size} values holds {values.size}")
+            self.pos = end
+            self._newline()
+            self.objects[index] = values
+            return values
+        ndim = self._numbers(1)[0]
+        size, stride = self._numbers(ndim), self._numbers(ndim)
+        offset = self._numbers(1)[0] - 1
+        storage = self.read_obj()
+        if storage is None or ndim == 0:
+            tensor = np.empty(0, dtype)
+        else:
+            tensor = np.lib.stride_tricks.as_strided(storage[offset:], size,
+                                                     [s * storage.itemsize for s in stride])
+        self.objects[index] = tensor
+        return tensor
+
+
+def _number(x: float):
+    return int(x) if x.is_integer() else x
+
+
+def describe(obj) -> str:
+    """A short description of a Torch7 object for error messages."""
+    if isinstance(obj, _TorchObject):
+        return f"a {obj.typename}"
+    if isinstance(obj, np.ndarray):
+        return f"a tensor of shape {tuple(obj.shape)}"
+    if isinstance(obj, dict):
+        keys = sorted(map(str, obj))
+        return f"a table with keys {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''}" if keys else "an empty table"
+    if isinstance(obj, list):
+        return f"a list of {len(obj)} values"
+    return f"a {type(obj).__name__} {obj!r:.40}"
+
+
+# -- networks --------------------------------------------------------------------------------
+def network_state(model, where: str) -> dict:
+    """The ``convnet_atari3`` ``state_dict`` of a DQN 3.0 ``nn.Sequential``.
+
+    Convolution weights are accepted 4-D (out, in, kh, kw), 2-D (out, in*kh*kw)
+    (``SpatialConvolutionMM``) and, for ``SpatialConvolutionCUDA``, (in, kh, kw, out).
+
+    Args:
+        model: the network as ``read_t7`` returns it. where: its name for messages.
+
+    Returns:
+        float32 tensors under ``ConvNetAtari3``'s names, checked to load into it.
+
+    Raises:
+        LegacyError: other layers, other kernel/stride/padding, or shapes that do not fit.
+    """
+    if not isinstance(model, _TorchObject) or model.typename != "nn.Sequential":
+        raise LegacyError(f"{where} is {describe(model)}, not the nn.Sequential of convnet_atari3")
+    convs, linears = [], []
+    for module in model.get("modules") or []:
+        name = getattr(module, "typename", type(module).__name__)
+        if name in _CONVS:
+            convs.append(module)
+        elif name == "nn.Linear":
+            linears.append(module)
+        elif name not in _PASS_THROUGH:
+            raise LegacyError(f"{where} has a {name} layer; convnet_atari3 has only Reshape, "
+                              "SpatialConvolution, Rectifier and Linear layers")
+    if len(convs) != 3 or len(linears) != 2:
+        raise LegacyError(f"{where} has {len(convs)} convolutions and {len(linears)} linear layers; "
+                          "convnet_atari3 has 3 and 2")
+    state = {}
+    for (key, (k, s, p)), conv in zip(CONV_SHAPES.items(), convs):
+        pad = (conv.get("padW"), conv.get("padH")) if conv.get("padW") is not None else (conv.get("padding", 0),) * 2
+        found = (conv.get("kW"), conv.get("kH"), conv.get("dW", 1), conv.get("dH", 1), *pad)
+        if found != (k, k, s, s, p, p):
+            raise LegacyError(f"{where}: convolution {key} has kernel {found[:2]}, stride {found[2:4]}, "
+                              f"padding {found[4:]}; convnet_atari3 needs {k}, {s}, {p}")
+        weight = np.asarray(conv.get("weight"))
+        if conv.typename.endswith("CUDA"):
+            weight = weight.transpose(3, 0, 1, 2)
+        elif weight.ndim == 2:
+            weight = weight.reshape(conv.get("nOutputPlane"), conv.get("nInputPlane"), k, k)
+        state[f"{key}.weight"], state[f"{key}.bias"] = weight, conv.get("bias")
+    for key, linear in zip(("fc1", "fc2"), linears):
+        state[f"{key}.weight"], state[f"{key}.bias"] = linear.get("weight"), linear.get("bias")
+    return _checked({k: torch.tensor(np.asarray(v, np.float32)) for k, v in state.items()}, where)
+
+
+def _checked(state: dict, where: str) -> dict:
+    """``state`` after loading it into a ``convnet_atari3`` of its action count and history length."""
+    try:
+        net = convnet_atari3(state["fc2.weight"].shape[0], state["conv1.weight"].shape[1])
+        net.load_state_dict(state)
+    except (RuntimeError, IndexError) as e:
+        detail = str(e).strip().splitlines()[-1].strip()
+        raise LegacyError(f"{where} does not fit convnet_atari3 ({detail})") from None
+    return net.state_dict()
+
+
+def params_state(vector, where: str, n_actions: int | None = None, hist_len: int = 4,
+                 cuda_conv: bool = False) -> dict:
+    """The ``convnet_atari3`` ``state_dict`` of a flat parameter vector (``saveNetworkParams``).
+
+    The vector holds each layer's weight then bias, input first, in Torch7's memory
+    order (``getParameters``); ``cuda_conv``: convolution weights in
+    ``SpatialConvolutionCUDA``'s (in, kh, kw, out) order (DeepMind's GPU network).
+
+    Args:
+        vector: float array (P,). n_actions: expected action count, None to infer it from P.
+
+    Raises:
+        LegacyError: P does not fit convnet_atari3 with ``hist_len`` (and ``n_actions``).
+    """
+    flat = np.asarray(vector, np.float32).reshape(-1)
+    shapes = {k: tuple(v.shape) for k, v in convnet_atari3(1, hist_len).state_dict().items()}
+    fixed = sum(int(np.prod(s)) for k, s in shapes.items() if not k.startswith("fc2"))
+    per_action = shapes["fc2.weight"][1] + 1
+    inferred, rest = divmod(flat.size - fixed, per_action)
+    if rest or inferred < 1 or (n_actions is not None and inferred != n_actions):
+        want = f"{fixed + per_action * n_actions}" if n_actions else f"{fixed} + {per_action} per action"
+        raise LegacyError(f"{where} has {flat.size} parameters; convnet_atari3 with hist_len {hist_len}"
+                          f"{f' and {n_actions} actions' if n_actions else ''} has {want}")
+    shapes["fc2.weight"], shapes["fc2.bias"] = (inferred, per_action - 1), (inferred,)
+    state, pos = {}, 0
+    for key, shape in shapes.items():
+        size = int(np.prod(shape))
+        value = flat[pos:pos + size]
+        pos += size
+        if cuda_conv and key.startswith("conv") and key.endswith("weight"):
+            value = value.reshape(shape[1], shape[2], shape[3], shape[0]).transpose(3, 0, 1, 2)
+        state[key] = torch.tensor(value.reshape(shape))
+    return _checked(state, where)
+
+
+# -- snapshots --------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Snapshot:
+    """A DQN 3.0 training snapshot in this package's terms.
+
+    ``model``/``best_model``: ``state_dict`` (best_model None before the first evaluation);
+    ``history``: the ``history.HISTORY_FIELDS`` lists, ``step_history`` reconstructed;
+    ``arguments``: the options under ``config`` names where they map (others kept);
+    ``game``: ROM id (the Lua ``env``); ``steps``: training steps done.
+    """
+
+    model: dict
+    best_model: dict | None
+    history: dict
+    arguments: dict
+    game: str | None
+    steps: int
+
+
+def load_snapshot(path: str, data=None) -> Snapshot:
+    """Read ``<name>.t7`` as ``train_agent.lua`` saved it (``data``: its ``read_t7`` content
+    when already read).
+
+    Raises:
+        LegacyError: unreadable, not a snapshot (the message says what was found), or a
+            network that is not convnet_atari3.
+    """
+    data = read_t7(path) if data is None else data
+    if not isinstance(data, dict) or not isinstance(data.get("model"), _TorchObject):
+        raise LegacyError(f"{path}: not a DQN 3.0 snapshot (a table with model, best_model, "
+                          f"reward_history, arguments...); found {describe(data)}")
+    lua_args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    arguments = convert_arguments(lua_args)
+    history = {key: _series(data.get(key), path, key) for key in _HISTORIES}
+    agent_params = lua_args.get("agent_params") if isinstance(lua_args.get("agent_params"), dict) else {}
+    eval_freq = int(lua_args.get("eval_freq") or 10_000)  # train_agent.lua's default
+    learn_start = int(agent_params.get("learn_start") or 0)  # NeuralQLearner's default
+    first = (learn_start // eval_freq + 1) * eval_freq
+    history["step_history"] = [first + i * eval_freq for i in range(len(history["reward_history"]))]
+    agent = data.get("agent")
+    steps = agent.get("numSteps") if isinstance(agent, _TorchObject) else None
+    if steps is None:
+        steps = history["step_history"][-1] if history["step_history"] else 0
+    best = data.get("best_model")
+    return Snapshot(model=network_state(data["model"], f"{path}: model"),
+                    best_model=network_state(best, f"{path}: best_model") if best is not None else None,
+                    history=history, arguments=arguments, game=arguments.get("game"), steps=int(steps))
+
+
+def _series(value, path: str, key: str) -> list:
+    """A Lua array of numbers as a list; holes (a table with missing indices) become NaN."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        if not all(isinstance(k, int) and k > 0 for k in value):
+            raise LegacyError(f"{path}: {key} is {describe(value)}, not a list of numbers")
+        return [value.get(i, float("nan")) for i in range(1, max(value, default=0) + 1)]
+    if isinstance(value, np.ndarray):
+        return value.reshape(-1).tolist()
+    if not isinstance(value, list):
+        raise LegacyError(f"{path}: {key} is {describe(value)}, not a list of numbers")
+    return value
+
+
+def convert_arguments(lua_args: dict) -> dict:
+    """The Lua ``arguments`` table under ``config`` names.
+
+    ``agent_params`` is flattened into it (the top-level options win, as they are what
+    the Lua used); ``env`` becomes ``game``, ``pool_frms`` ``pool_type``/``pool_size``,
+    ``gpu`` the 0-based device (the Lua stores cutorch's 1-based one), ``''`` None;
+    values take their option's type, a Lua number for a boolean option meaning true
+    (Lua's truthiness). Options without a counterpart are kept under their Lua names,
+    nested tables as Lua table bodies.
+    """
+    agent = lua_args.get("agent_params")
+    merged = {**(agent if isinstance(agent, dict) else {}),
+              **{k: v for k, v in lua_args.items() if k != "agent_params"}}
+    if merged.get("network") == "convnet_atari3":  # the architecture, not a pretrained file
+        del merged["network"]
+    out = {}
+    for key, value in merged.items():
+        if key == "pool_frms" and isinstance(value, dict):
+            out.update(pool_type=value.get("type"), pool_size=value.get("size"))
+            continue
+        if isinstance(value, (dict, list)):
+            value = _lua_table(value)
+        if isinstance(value, str) and not value:
+            value = None
+        if key == "gpu" and isinstance(value, (int, float)):
+            value = int(value) - 1 if value >= 1 else -1
+        f = _BY_LUA_NAME.get(key)
+        out["game" if key == "env" else f.name if f else key] = _typed(f, value) if f else value
+    return out
+
+
+def _typed(f, value):
+    kind = field_type(f)
+    if kind is bool:
+        return value is not None and value is not False
+    if value is None or not isinstance(value, (int, float)) or kind not in (int, float):
+        return value
+    return kind(value)
+
+
+def _lua_table(value) -> str:
+    """A table as a Lua table body (``type="max",size=2``), lists as ``{1,2}``."""
+    def lua(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return f'"{v}"'
+        if isinstance(v, (dict, list)):
+            return "{" + _lua_table(v) + "}"
+        return repr(v)
+    if isinstance(value, list):
+        return ",".join(lua(v) for v in value)
+    return ",".join(f"{k}={lua(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
+
+
+def param_vector(data) -> np.ndarray | None:
+    """The flat vector of a ``.params.t7`` (``{network = w}``, or the bare 1-D tensor), else None."""
+    vector = data.get("network") if isinstance(data, dict) else data
+    return vector if isinstance(vector, np.ndarray) and vector.ndim == 1 else None
+
+
+def load_t7_network(path: str, best: bool = False) -> dict:
+    """The network of a ``.t7`` snapshot (``best_model`` with ``best``), or of a
+    ``.params.t7`` vector (action count inferred from its length), as a ``state_dict``.
+
+    Raises:
+        LegacyError: unreadable file, neither kind, no best_model, or not convnet_atari3.
+    """
+    data = read_t7(path)
+    vector = param_vector(data)
+    if vector is not None:
+        if best:
+            raise LegacyError(f"{path}: a parameter vector holds one network, not a best one")
+        return params_state(vector, path)
+    if not isinstance(data, dict) or "model" not in data:
+        raise LegacyError(f"{path}: not a DQN 3.0 snapshot or parameter vector; found {describe(data)}")
+    which = "best_model" if best else "model"
+    if data.get(which) is None:
+        raise LegacyError(f"{path}: no {which} stored (best_model exists after an evaluation)")
+    return network_state(data[which], f"{path}: {which}")

@@ -1,0 +1,261 @@
+"""DQN 3.0 ``.t7`` files: snapshots and ``.params.t7`` vectors, written byte by byte by
+``t7writer`` (no Lua here), read back into convnet_atari3 and converted to ``.h5`` histories."""
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from click.testing import CliRunner
+
+import t7writer
+from dqn_nature.config import resolve
+from dqn_nature.convert import main as convert_main
+from dqn_nature.history import HistoryError, load_history
+from dqn_nature.network import convnet_atari3
+from dqn_nature.networks import load_network_state
+from dqn_nature.torch7 import LegacyError, load_snapshot, load_t7_network, params_state, read_t7
+
+pytest.importorskip("torchfile")
+
+AGENT_PARAMS = dict(lr=0.00025, ep=1, ep_end=0.1, ep_endt=1000000, discount=0.99, hist_len=4, learn_start=50000,
+                    replay_memory=1000000, update_freq=4, n_replay=1, network="convnet_atari3",
+                    preproc="net_downsample_2x_full_y", state_dim=7056, minibatch_size=32, rescale_r=1, ncols=1,
+                    bufferSize=512, valid_size=500, target_q=10000, clip_delta=1, min_reward=-1, max_reward=1,
+                    gpu=0, verbose=2)
+# The arguments table as train_agent.lua saves it after initenv's setup (gpu: cutorch's 1-based id).
+ARGUMENTS = dict(framework="alewrap", env="pong", game_path="", env_params={"useRGB": True},
+                 pool_frms={"type": "max", "size": 2}, actrep=4, random_starts=30, name="DQN3_0_1_pong_FULL_Y",
+                 network="", agent="NeuralQLearner", agent_params=AGENT_PARAMS, seed=1, saveNetworkParams=False,
+                 prog_freq=10000, save_freq=20000, eval_freq=20000, save_versions=0, steps=50000000,
+                 eval_steps=125000, verbose=2, threads=4, gpu=1, tensorType="torch.FloatTensor")
+HISTORIES = dict(reward_history=[-21.0, -20.5, -18.25], reward_counts=[21, 22, 25], episode_counts=[6, 6, 5],
+                 time_history=[0, 101.5, 203.25, 305.0], v_history=[0.012, 0.11, 0.25], td_history=[0.5, 0.25, 0.125],
+                 qmax_history=[1, 1, 1])
+
+
+def random_weights(n_actions=6, seed=0):
+    """convnet_atari3 parameters as float32 numpy arrays, conv weights (out, in, kh, kw)."""
+    torch.manual_seed(seed)
+    return {k: v.numpy().copy() for k, v in convnet_atari3(n_actions).state_dict().items()}
+
+
+def direct_q(w, x, layout="4d"):
+    """Q-values of inputs x (N, 4, 84, 84) computed from Torch7-layout arrays with torch.nn.functional.
+
+    layout: "4d" conv weights (out, in, kh, kw) via conv2d; "2d" (out, in*kh*kw) and "cuda"
+    (in, kh, kw, out) via unfold and a matrix product, as SpatialConvolutionMM computes."""
+    h = x
+    for name, (k, s, p) in (("conv1", (8, 4, 1)), ("conv2", (4, 2, 0)), ("conv3", (3, 1, 0))):
+        weight, bias = torch.from_numpy(w[f"{name}.weight"]), torch.from_numpy(w[f"{name}.bias"])
+        if layout == "4d":
+            h = F.conv2d(h, weight, bias, stride=s, padding=p)
+        else:
+            w2 = weight if layout == "2d" else weight.reshape(-1, weight.shape[-1]).T
+            side = (h.shape[-1] + 2 * p - k) // s + 1
+            cols = F.unfold(h, k, padding=p, stride=s)
+            h = (w2 @ cols + bias[:, None]).reshape(len(x), -1, side, side)
+        h = F.relu(h)
+    h = F.relu(F.linear(h.flatten(1), torch.from_numpy(w["fc1.weight"]), torch.from_numpy(w["fc1.bias"])))
+    return F.linear(h, torch.from_numpy(w["fc2.weight"]), torch.from_numpy(w["fc2.bias"]))
+
+
+def stored(w, layout):
+    """The conv weights of ``w`` as a Torch7 network of that layout stores them."""
+    out = dict(w)
+    for name in ("conv1", "conv2", "conv3"):
+        a = w[f"{name}.weight"]
+        out[f"{name}.weight"] = a.reshape(len(a), -1) if layout == "2d" else a.transpose(1, 2, 3, 0) if layout == "cuda" else a
+    return out
+
+
+def q_of(state, x):
+    net = convnet_atari3(state["fc2.weight"].shape[0])
+    net.load_state_dict(state)
+    with torch.no_grad():
+        return net(x)
+
+
+def snapshot(model, best_model=None, arguments=ARGUMENTS):
+    """The table train_agent.lua saves (a Lua table holds no nil: no best_model before an evaluation)."""
+    data = {"agent": t7writer.Module("dqn.NeuralQLearner", numSteps=100000, network=model, lr=0.00025),
+            "model": model, "best_model": best_model, **HISTORIES, "arguments": arguments}
+    return {k: v for k, v in data.items() if v is not None}
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return random_weights()
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return torch.rand(3, 4, 84, 84, generator=torch.Generator().manual_seed(1))
+
+
+@pytest.fixture(scope="module")
+def snapshot_path(tmp_path_factory, weights):
+    path = tmp_path_factory.mktemp("t7") / "DQN3_0_1_pong_FULL_Y.t7"
+    t7writer.save(path, snapshot(t7writer.dqn_network(weights), t7writer.dqn_network(random_weights(seed=1))))
+    return str(path)
+
+
+def run(main, *args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def assert_bad_input(result, *fragments):
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line, line
+    for fragment in fragments:
+        assert fragment in line, line
+
+
+@pytest.mark.parametrize("layout", ["4d", "2d", "cuda"])
+def test_network_gives_the_stored_weights_q_values(tmp_path, weights, inputs, layout):
+    raw = stored(weights, layout)
+    path = tmp_path / "net.t7"
+    network = t7writer.dqn_network(weights, conv="nn.SpatialConvolutionMM" if layout == "2d" else "nn.SpatialConvolution",
+                                   weight_2d=layout == "2d", cuda=layout == "cuda")
+    t7writer.save(path, snapshot(network))
+    expected = direct_q(raw, inputs, layout)
+    assert torch.allclose(q_of(load_t7_network(str(path)), inputs), expected, atol=1e-5)
+    assert torch.allclose(q_of(load_network_state(str(path)), inputs), expected, atol=1e-5)
+
+
+def test_snapshot_histories_and_arguments_arrive(tmp_path, snapshot_path, weights, inputs):
+    snap = load_snapshot(snapshot_path)
+    assert snap.game == "pong" and snap.steps == 100000
+    for key, values in HISTORIES.items():
+        assert snap.history[key] == values
+    # evaluations at the steps s with s % eval_freq == 0 and s > learn_start
+    assert snap.history["step_history"] == [60000, 80000, 100000]
+
+    out = tmp_path / "pong.h5"
+    result = run(convert_main, snapshot_path, out)
+    assert result.exit_code == 0, result.output
+    assert "3 evaluations" in result.output and "best reward -18.25" in result.output
+    h = load_history(str(out))
+    assert h.game == "pong" and h.steps == 100000 and h.frames == 400000
+    assert h.attrs["converted_from"] == snapshot_path and h.attrs["source"] == "DQN 3.0 .t7"
+    for key, values in HISTORIES.items():
+        np.testing.assert_array_equal(getattr(h, key), values)
+    np.testing.assert_array_equal(h.step_history, [60000, 80000, 100000])
+    a = h.arguments
+    assert a["game"] == "pong" and a["framework"] == "alewrap" and a["name"] == "DQN3_0_1_pong_FULL_Y"
+    assert a["lr"] == 0.00025 and a["ep"] == 1.0 and a["learn_start"] == 50000 and a["buffer_size"] == 512
+    assert a["rescale_r"] is True and a["save_network_params"] is False and a["clip_delta"] == 1.0
+    assert a["pool_type"] == "max" and a["pool_size"] == 2 and a["env_params"] == "useRGB=true"
+    assert a["gpu"] == 0 and a["network"] is None and a["game_path"] is None and a["hist_len"] == 4
+    assert a["tensorType"] == "torch.FloatTensor"  # no counterpart: kept under its Lua name
+    assert torch.allclose(h.load_network()(inputs), direct_q(weights, inputs), atol=1e-5)
+    best = random_weights(seed=1)
+    assert torch.allclose(q_of(load_network_state(str(out), best=True), inputs), direct_q(best, inputs), atol=1e-5)
+    assert torch.allclose(q_of(load_network_state(snapshot_path, best=True), inputs), direct_q(best, inputs), atol=1e-5)
+
+
+def flat_vector(w, cuda=False):
+    """Torch7's getParameters() order: each layer's weight then bias, in its memory layout."""
+    parts = []
+    for name in ("conv1", "conv2", "conv3", "fc1", "fc2"):
+        weight = w[f"{name}.weight"]
+        parts += [weight.transpose(1, 2, 3, 0) if cuda and name.startswith("conv") else weight, w[f"{name}.bias"]]
+    return np.concatenate([p.reshape(-1) for p in parts])
+
+
+@pytest.fixture(scope="module")
+def params_path(tmp_path_factory, weights):
+    path = tmp_path_factory.mktemp("params") / "DQN3_0_1_pong_FULL_Y.params.t7"
+    t7writer.save(path, {"network": t7writer.Tensor(flat_vector(weights))}, ascii=True)
+    return str(path)
+
+
+def test_params_vector_maps_onto_the_layers(tmp_path, params_path, weights, inputs):
+    assert open(params_path, "rb").read(2) == b"3\n"  # ascii, as train_agent.lua writes it
+    state = load_t7_network(params_path)
+    for key, value in weights.items():
+        np.testing.assert_array_equal(state[key].numpy(), value, err_msg=key)
+    cuda = params_state(flat_vector(weights, cuda=True), "v", 6, cuda_conv=True)
+    for key, value in weights.items():
+        np.testing.assert_array_equal(cuda[key].numpy(), value, err_msg=key)
+
+    out = tmp_path / "params.h5"
+    result = run(convert_main, params_path, out, "-game", "pong")
+    assert result.exit_code == 0, result.output
+    h = load_history(str(out))
+    assert h.game == "pong" and h.attrs["source"] == "DQN 3.0 .t7" and len(h.reward_history) == 0
+    assert torch.allclose(h.load_network()(inputs), direct_q(weights, inputs), atol=1e-5)
+
+    assert_bad_input(run(convert_main, params_path, out, "--n-actions", "4"), "4 actions")
+    assert_bad_input(run(convert_main, params_path, out, "--game", "breakout"), "breakout")
+
+
+def test_dqn_train_starts_from_a_t7_network(snapshot_path, weights):
+    from dqn_nature.train import Trainer
+
+    config = resolve(dict(game="pong", network=snapshot_path, gpu=-1, replay_memory=2000, learn_start=600,
+                          verbose=0))
+    trainer = Trainer(config, -1)
+    for key, value in weights.items():
+        np.testing.assert_array_equal(trainer.agent.network.state_dict()[key].cpu().numpy(), value, err_msg=key)
+        np.testing.assert_array_equal(trainer.agent.target_network.state_dict()[key].cpu().numpy(), value)
+
+
+def test_not_a_snapshot(tmp_path):
+    t7writer.save(tmp_path / "table.t7", {"foo": 1, "bar": t7writer.Tensor(np.zeros(3))})
+    assert_bad_input(run(convert_main, tmp_path / "table.t7", tmp_path / "x.h5"),
+                     "not a DQN 3.0 snapshot", "found a table with keys bar, foo")
+    t7writer.save(tmp_path / "tensor.t7", t7writer.Tensor(np.zeros((2, 3))))
+    assert_bad_input(run(convert_main, tmp_path / "tensor.t7", tmp_path / "x.h5"), "2, 3")
+    (tmp_path / "junk.t7").write_bytes(b"\x07\x00\x00\x00garbage")
+    assert_bad_input(run(convert_main, tmp_path / "junk.t7", tmp_path / "x.h5"), "not a readable Torch7 file")
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_other_networks_are_refused(tmp_path, weights):
+    net = t7writer.dqn_network(weights)
+    net.fields["modules"].insert(3, t7writer.Module("nn.Tanh"))
+    t7writer.save(tmp_path / "tanh.t7", snapshot(net))
+    assert_bad_input(run(convert_main, tmp_path / "tanh.t7", tmp_path / "x.h5"), "nn.Tanh")
+    net = t7writer.dqn_network(weights)
+    net.fields["modules"][1].fields.update(padW=0, padH=0)
+    t7writer.save(tmp_path / "nopad.t7", snapshot(net))
+    assert_bad_input(run(convert_main, tmp_path / "nopad.t7", tmp_path / "x.h5"), "padding (0, 0)")
+
+
+def test_action_count_must_match_the_game(tmp_path, weights):
+    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments={**ARGUMENTS, "env": "breakout"}))
+    assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), "6 actions", "breakout has 4")
+    result = run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5", "--game", "pong")  # --game overrides env
+    assert result.exit_code == 0 and load_history(str(tmp_path / "x.h5")).game == "pong"
+
+
+def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
+    (tmp_path / "net.txt").write_text("x")
+    with pytest.raises(HistoryError, match="expected a .h5 history or a DQN 3.0 .t7"):
+        load_network_state(str(tmp_path / "net.txt"))
+    assert_bad_input(run(convert_main, tmp_path / "net.txt", tmp_path / "x.h5"), "not a .t7 file")
+    assert_bad_input(run(convert_main, tmp_path / "none.t7", tmp_path / "x.h5"), "none.t7", "cannot read")
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "no" / "x.h5"), "cannot write")
+    t7writer.save(tmp_path / "nobest.t7", snapshot(t7writer.dqn_network(random_weights())))
+    with pytest.raises(LegacyError, match="no best_model"):
+        load_network_state(str(tmp_path / "nobest.t7"), best=True)
+
+
+def test_torchfile_missing(tmp_path, snapshot_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchfile", None)
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "x.h5"), "pip install dqn-nature[legacy]")
+
+
+def test_reader_follows_references_and_ascii(tmp_path):
+    shared = t7writer.Tensor(np.arange(6).reshape(2, 3))
+    obj = {"a": [1, 2.5, "x", True], "t": shared, "again": shared, "empty": t7writer.Tensor(None), "s": ""}
+    for ascii in (False, True):
+        t7writer.save(tmp_path / "o.t7", obj, ascii=ascii)
+        back = read_t7(str(tmp_path / "o.t7"))
+        assert back["a"] == [1, 2.5, "x", True] and back["s"] == "" and back["empty"].size == 0
+        np.testing.assert_array_equal(back["again"], np.arange(6).reshape(2, 3))
+        assert back["again"] is back["t"]
