@@ -1,0 +1,441 @@
+"""``dqn-sweep``: one ``dqn-train`` run per (game, seed) as Ray tasks, on this machine or a cluster.
+
+Each run is ``dqn-train --game G --seed K --name OUT/G/seed<K>/NAME [options]`` in a subprocess
+(isolated torch threads and signals, the real command-line validation), with its output in
+``OUT/G/seed<K>/train.log``. The sweep's record is ``OUT/sweep.json``. Running the same command
+again skips finished runs and restarts the others, from ``NAME.ckpt`` where it exists and
+``dqn-train`` has ``--resume``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import click
+from tqdm import tqdm
+
+POLL_SECONDS = 3.0
+FORMAT = "dqn_nature.sweep"
+FORMAT_VERSION = 1
+# dqn-train's progress line ("Steps: 300 (frames: 1200), 52.1 steps/s, ...") and evaluation
+# line ("Steps: 300 (frames: 1200), reward: -21.00, ...").
+_LOG_LINE = re.compile(r"Steps: (\d+) \(frames: \d+\), (?:reward: ([^,\s]+)|([\d.]+) steps/s)")
+
+
+def _now() -> str:
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log: str, cwd: str) -> dict:
+    """Run one ``dqn-train`` to its end; executed in a Ray worker (pickled by value, so the
+    worker does not import torch itself).
+
+    Args:
+        arguments: ``dqn-train`` options for a run from scratch.
+        checkpoint: ``<name>.ckpt``; when it exists and ``resume_supported``, the run continues
+            from it (``dqn-train --resume <checkpoint> <arguments>``: dqn-train refuses a
+            changed algorithm option, and takes a new ``--steps``, ``--threads`` or ``--gpu``).
+        log: file that receives stdout and stderr (appended to, one header line per attempt).
+        cwd: the sweep's working folder, used where it exists on the worker's machine.
+
+    Returns:
+        ``exit_code`` (negative: killed by that signal), ``error`` (the last stderr line, or
+        None on success: else the last ``dqn-train: error:`` line or the last line of stderr),
+        ``resumed``, ``host``, ``started``, ``finished`` (ISO times), ``seconds``.
+    Raises:
+        KeyboardInterrupt: the task was cancelled (after dqn-train got SIGTERM and exited).
+    """
+    exe = os.path.join(os.path.dirname(sys.executable), "dqn-train")
+    exe = exe if os.path.exists(exe) else shutil.which("dqn-train") or "dqn-train"
+    resumed = resume_supported and os.path.exists(checkpoint)
+    command = [exe, *(["--resume", checkpoint] if resumed else []), *arguments]
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    started, t0, stderr = _now(), time.monotonic(), {}
+    with open(log, "a") as out:
+        out.write(f"# dqn-sweep on {socket.gethostname()} at {started}: {shlex.join(command)}\n")
+        out.flush()
+        try:
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, text=True,
+                                    cwd=cwd if os.path.isdir(cwd) else None,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except OSError as e:
+            code, stderr = 127, {"error": f"cannot start dqn-train: {e}"}
+        else:
+            copier = threading.Thread(target=_copy_lines, args=(proc.stderr, out, stderr), daemon=True)
+            copier.start()
+            try:
+                # Sleep rather than block in wait(): ray.cancel's KeyboardInterrupt can only
+                # arrive while Python code runs.
+                while proc.poll() is None:
+                    time.sleep(0.5)
+            except KeyboardInterrupt:  # ray.cancel: let dqn-train save its files and exit
+                proc.terminate()
+                proc.wait()
+                raise
+            code = proc.returncode
+            copier.join()
+    error = (None if code == 0 else f"killed by signal {-code}" if code < 0
+             else stderr.get("error") or stderr.get("last") or f"exit status {code}")
+    return dict(exit_code=code, error=error, resumed=resumed, host=socket.gethostname(), started=started,
+                finished=_now(), seconds=round(time.monotonic() - t0, 1))
+
+
+def _copy_lines(stream, out, seen: dict) -> None:
+    """Copy ``stream`` line by line to the file ``out``; keep in ``seen`` its ``last`` non-blank
+    line and its last ``error`` line (``dqn-train: error: ...``, whose message may go on)."""
+    for line in stream:
+        out.write(line)
+        out.flush()
+        if line.strip():
+            seen["last"] = line.strip()
+            if line.startswith("dqn-train: error:"):
+                seen["error"] = line.strip()
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from ``1-5``, ``1,3,7`` or both (``1-3,10``), in order, without repeats.
+
+    Raises:
+        click.BadParameter: not of that form, or a range whose end is below its start.
+    """
+    seeds = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m[2] and int(m[2]) < int(m[1])):
+            raise click.BadParameter(f"{part.strip()!r} is not a seed or a range like 1-5", param_hint="--seeds")
+        seeds += [s for s in range(int(m[1]), int(m[2] or m[1]) + 1) if s not in seeds]
+    return seeds
+
+
+@dataclasses.dataclass
+class Run:
+    """One (game, seed) of the sweep, its files and what is known of it."""
+
+    game: str
+    seed: int
+    folder: str
+    history: str
+    checkpoint: str
+    log: str
+    state: str = "pending"  # pending, running, finished, failed or skipped
+    exit_code: int | None = None
+    error: str | None = None
+    resumed: bool = False
+    host: str | None = None
+    started: str | None = None
+    finished: str | None = None
+    seconds: float | None = None
+    steps: int = 0
+    reward: float | None = None
+    rate: float | None = None
+    log_size: int = dataclasses.field(default=0, repr=False)  # at submission: growth means started,
+    # and only what follows is about this attempt
+
+    @property
+    def label(self) -> str:
+        return f"{self.game}/seed{self.seed}"
+
+    def record(self) -> dict:
+        """The run as stored in sweep.json."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("log_size", "rate")}
+
+    def poll(self) -> None:
+        """Update state, steps, last evaluation reward and steps/s from ``train.log`` and the
+        history file; a missing or half-written file is taken as no news."""
+        from .history import HistoryError, load_history
+
+        try:
+            size = os.path.getsize(self.log)
+            with open(self.log, "rb") as fh:
+                fh.seek(max(self.log_size, size - 16384))
+                tail = fh.read().decode(errors="replace")
+        except OSError:
+            size, tail = 0, ""
+        if self.state == "pending" and size > self.log_size:
+            self.state = "running"
+        for m in _LOG_LINE.finditer(tail):
+            self.steps = max(self.steps, int(m[1]))
+            if m[2]:
+                self.reward = float(m[2])
+            else:
+                self.rate = float(m[3])
+        try:
+            history = load_history(self.history)
+        except HistoryError:
+            return
+        self.steps = max(self.steps, history.steps)
+        if self.reward is None and len(history.reward_history):
+            self.reward = float(history.reward_history[-1])
+
+
+class Table:
+    """The live table: redrawn in place on a terminal, else a line whenever a run changes state
+    or reports a new evaluation."""
+
+    HEADER = f"{'run':<24} {'state':<9} {'steps':>21} {'eval':>8} {'steps/s':>8}"
+
+    def __init__(self, runs: list[Run], steps: int):
+        self.runs, self.steps, self.start = runs, steps, time.monotonic()
+        self.tty = sys.stdout.isatty()
+        self.drawn, self.seen = 0, {}
+
+    def row(self, r: Run) -> str:
+        reward = "" if r.reward is None else f"{r.reward:.2f}"
+        rate = f"{r.rate:.0f}" if r.rate is not None and r.state == "running" else ""
+        return f"{r.label:<24} {r.state:<9} {f'{r.steps}/{self.steps}':>21} {reward:>8} {rate:>8}"
+
+    def counts(self) -> str:
+        states = [r.state for r in self.runs]
+        parts = [f"{states.count(s)} {s}" for s in ("running", "pending", "finished", "failed", "skipped")
+                 if s in states]
+        return f"{', '.join(parts)} ({tqdm.format_interval(time.monotonic() - self.start)})"
+
+    def show(self, final: bool = False) -> None:
+        if self.tty:
+            rows = self.runs
+            if len(rows) + 3 > shutil.get_terminal_size().lines:
+                rows = [r for r in rows if r.state in ("running", "failed")]
+            lines = [self.counts(), self.HEADER, *map(self.row, rows)]
+            sys.stdout.write((f"\x1b[{self.drawn}F\x1b[J" if self.drawn else "") + "\n".join(lines) + "\n")
+            sys.stdout.flush()
+            self.drawn = len(lines)
+            return
+        if final:
+            click.echo("\n".join([self.HEADER, *map(self.row, self.runs)]))
+            return
+        for r in self.runs:
+            key = (r.state, r.reward)
+            if self.seen.get(r.label) != key:
+                self.seen[r.label] = key
+                click.echo(f"{r.label}: {r.state}, {r.steps}/{self.steps} steps"
+                           + (f", eval reward {r.reward:.2f}" if r.reward is not None else "")
+                           + (f", {r.rate:.0f} steps/s" if r.rate is not None and r.state == "running" else "")
+                           + (f": {r.error}" if r.state == "failed" else ""))
+
+
+def train_arguments(extra: list[str], game: str, preset: str | None, cpus_per_run: float, gpus_per_run: float):
+    """Check the options for ``dqn-train`` with its own parser and resolver; return them as
+    forwarded (``--threads`` from ``--cpus-per-run`` and ``--gpu -1`` without GPUs, unless
+    given) and the resolved ``Config`` of a run of ``game``.
+
+    Raises:
+        click.ClickException, ConfigError: a bad option or value.
+    """
+    from .cli import explicit_options, find_preset, train
+    from .config import ConfigError, resolve
+
+    ctx = train.make_context("dqn-train", list(extra))
+    explicit = explicit_options(ctx, ctx.params)
+    for name in ("game", "seed", "name"):
+        if name in explicit:
+            raise ConfigError(f"--{name} is set by the sweep (use --games, --seeds, --name)")
+    if ctx.params.get("resume"):
+        raise ConfigError("--resume is the sweep's to give: run the same dqn-sweep command again instead")
+    preset_path = os.path.abspath(find_preset(preset)) if preset else None
+    config = resolve({**explicit, "game": game}, preset_path, ctx.params["agent_params"], ctx.params["pool_frms"])
+    forwarded = (["--args", preset_path] if preset_path else []) + list(extra)
+    if "threads" not in explicit:
+        forwarded += ["--threads", str(max(1, int(cpus_per_run)))]
+    if "gpu" not in explicit and gpus_per_run == 0:
+        forwarded += ["--gpu", "-1"]
+    return forwarded, config
+
+
+def write_record(path: str, arguments: dict, runs: list[Run], started: str, finished: str | None) -> None:
+    """Write sweep.json atomically."""
+    from .files import atomic_path
+
+    record = dict(format=FORMAT, format_version=FORMAT_VERSION, command=sys.argv, arguments=arguments,
+                  started=started, finished=finished, runs=[r.record() for r in runs])
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        json.dump(record, fh, indent=1)
+
+
+def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
+    """(game, seed) of the runs that a previous sweep.json with the same training arguments
+    records as finished; an unreadable record counts as none."""
+    try:
+        with open(path) as fh:
+            record = json.load(fh)
+        if record["arguments"]["train_args"] != arguments["train_args"]:
+            return set()
+        return {(r["game"], r["seed"]) for r in record["runs"] if r["state"] in ("finished", "skipped")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def start_ray(address: str | None):
+    """``ray.init`` on a local embedded instance (all CPUs of this machine) or at ``address``."""
+    import logging
+
+    import ray
+
+    options = dict(log_to_driver=False, logging_level=logging.WARNING)
+    if address:
+        ray.init(address=address, **options)
+    else:
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **options)
+    return ray
+
+
+@click.command(context_settings=dict(ignore_unknown_options=True, allow_extra_args=True,
+                                     help_option_names=["--help"], max_content_width=110))
+@click.option("--games", required=True, metavar="G1,G2,...", help="ale-py ROM ids, comma-separated")
+@click.option("--seeds", default="1", show_default=True, metavar="SEEDS", help="e.g. 1-5, 1,3,7 or 1-3,10")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="sweep folder: DIR/<game>/seed<k>/ per run, DIR/sweep.json")
+@click.option("--args", "-args", "preset", metavar="PRESET", help="dqn-train preset for every run")
+@click.option("--name", "-name", metavar="NAME", help="file base name in each run folder [DQN3_0_1_<game>_FULL_Y]")
+@click.option("--address", metavar="ADDRESS", help="Ray cluster: auto, host:port or ray://host:10001 "
+              "[default: a Ray instance started here]")
+@click.option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
+              help="CPUs Ray reserves per run (also dqn-train --threads unless given)")
+@click.option("--gpus-per-run", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="GPUs Ray reserves per run (fractions share one); 0 also means dqn-train --gpu -1 unless given")
+@click.option("--max-concurrent", type=click.IntRange(min=0), default=0, show_default=True,
+              help="runs at a time at most (0: as many as the resources allow)")
+@click.pass_context
+def main(ctx, games, seeds, out, preset, name, address, cpus_per_run, gpus_per_run, max_concurrent):
+    """Train every GAME x SEED with dqn-train, as Ray tasks; other options go to dqn-train.
+
+    Example: dqn-sweep --games pong,breakout --seeds 1-5 --args run_gpu --gpus-per-run 1 --out sweeps/paper
+
+    Running the same command again skips finished runs and restarts the others (from their
+    checkpoint where dqn-train supports --resume). Exit status: 0 if every run finished, 1 if
+    one failed, 2 for bad options.
+    """
+    from .cli import fail
+    from .config import ConfigError
+
+    game_list = list(dict.fromkeys(g.strip() for g in games.split(",") if g.strip()))
+    try:
+        if not game_list:
+            raise click.BadParameter("no game given", param_hint="--games")
+        seed_list = parse_seeds(seeds)
+        forwarded, config = train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
+    except (click.ClickException, ConfigError) as e:
+        fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
+    if importlib.util.find_spec("ray") is None:
+        fail("Ray is not installed: pip install dqn-nature[ray]")
+    from .cli import train
+    from .history import HistoryError, load_history
+
+    resume_supported = any("--resume" in p.opts for p in train.params)
+    out = os.path.abspath(out)
+    arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
+                     steps=config.steps, address=address, cpus_per_run=cpus_per_run,
+                     gpus_per_run=gpus_per_run, max_concurrent=max_concurrent)
+    record_path = os.path.join(out, "sweep.json")
+    done_before = previous_finished(record_path, arguments)
+    runs = []
+    for game in game_list:
+        for seed in seed_list:
+            folder = os.path.join(out, game, f"seed{seed}")
+            base = os.path.join(folder, name or f"DQN3_0_1_{game}_FULL_Y")
+            run = Run(game, seed, folder, base + ".h5", base + ".ckpt", os.path.join(folder, "train.log"))
+            try:
+                history = load_history(run.history)
+                run.steps = history.steps
+                run.reward = float(history.reward_history[-1]) if len(history.reward_history) else None
+            except HistoryError:
+                pass
+            if run.steps == config.steps or (game, seed) in done_before:
+                run.state = "skipped"
+            runs.append(run)
+    todo = [r for r in runs if r.state == "pending"]
+    table, started, interrupted, ray = Table(runs, config.steps), _now(), False, None
+    if todo:
+        try:
+            ray = start_ray(address)
+        except Exception as e:  # ConnectionError, RuntimeError, ValueError: each version differs
+            fail(f"cannot start or reach Ray{' at ' + address if address else ''}: {e}")
+    try:
+        os.makedirs(out, exist_ok=True)
+        write_record(record_path, arguments, runs, started, None)
+    except OSError as e:
+        fail(f"cannot write {record_path}: {e}")
+    if ray:
+        try:
+            interrupted = _run_all(ray, todo, table, forwarded, resume_supported,
+                                   max_concurrent or len(todo), cpus_per_run, gpus_per_run,
+                                   lambda: write_record(record_path, arguments, runs, started, None))
+        finally:
+            ray.shutdown()
+    table.show(final=True)
+    write_record(record_path, arguments, runs, started, _now())
+    _summary(runs, out, table)
+    sys.exit(130 if interrupted else 0 if all(r.state in ("finished", "skipped") for r in runs) else 1)
+
+
+def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], resume_supported: bool,
+             max_concurrent: int, cpus: float, gpus: float, save) -> bool:
+    """Submit the runs (at most ``max_concurrent`` at a time), poll them until all have ended,
+    calling ``save()`` on each change of state; return whether Ctrl-C interrupted the sweep."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    task = ray.remote(train_run).options(num_cpus=cpus, num_gpus=gpus)
+    cwd, queue, in_flight = os.getcwd(), list(todo), {}
+
+    def finish(ref, run):
+        del in_flight[ref]
+        run.poll()
+        try:
+            result = ray.get(ref)
+        except ray.exceptions.TaskCancelledError:
+            run.state, run.error = ("failed", "interrupted") if run.state == "running" else ("pending", None)
+            return
+        except ray.exceptions.RayError as e:
+            run.state, run.error = "failed", str(e).strip().splitlines()[-1]
+            return
+        for key, value in result.items():
+            setattr(run, key, value)
+        run.state = "finished" if run.exit_code == 0 else "failed"
+
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < max_concurrent:
+                run = queue.pop(0)
+                run.log_size = os.path.getsize(run.log) if os.path.exists(run.log) else 0
+                arguments = ["--game", run.game, "--seed", str(run.seed),
+                             "--name", os.path.splitext(run.history)[0], *forwarded]
+                in_flight[task.remote(arguments, run.checkpoint, resume_supported, run.log, cwd)] = run
+            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=POLL_SECONDS)
+            states = [r.state for r in todo]
+            for ref in done:
+                finish(ref, in_flight[ref])
+            for run in in_flight.values():
+                run.poll()
+            if states != [r.state for r in todo]:
+                save()
+            table.show()
+    except KeyboardInterrupt:
+        click.echo("Interrupted: stopping the runs (each dqn-train saves its files)...", err=True)
+        for ref in in_flight:
+            ray.cancel(ref)
+        ended, _ = ray.wait(list(in_flight), num_returns=len(in_flight), timeout=120)
+        for ref in ended:
+            finish(ref, in_flight[ref])
+        for run in in_flight.values():
+            run.state, run.error = "failed", "interrupted; did not stop within 120 s"
+        save()
+        return True
+    return False
+
+
+def _summary(runs: list[Run], out: str, table: Table) -> None:
+    click.echo(f"Sweep: {table.counts()} of {len(runs)} runs")
+    for r in runs:
+        if r.state == "failed":
+            click.echo(f"  {r.label} failed: {r.error} (log: {r.log})")
+    click.echo(f"Histories: {out}/<game>/seed<k>/*.h5, logs: train.log beside them, record: {out}/sweep.json")
+    click.echo(f"Compare the games and seeds: dqn-report {out}    dqn-plot {out} -o {out}/curves.png")

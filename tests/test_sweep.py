@@ -1,0 +1,104 @@
+"""dqn-sweep: option checks in-process; real sweeps on a local Ray instance started by the
+command itself (marked ``ray``; about 40 s on 2 cores)."""
+import json
+import os
+import subprocess
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from dqn_nature import load_history, sweep
+
+TINY = ["--steps", "300", "--eval-freq", "300", "--eval-steps", "50", "--replay-memory", "1000",
+        "--learn-start", "600", "--gpu", "-1", "--threads", "1"]
+
+
+def test_parse_seeds():
+    assert sweep.parse_seeds("1-5") == [1, 2, 3, 4, 5]
+    assert sweep.parse_seeds("1,3,7") == [1, 3, 7]
+    assert sweep.parse_seeds("2-3, 10,2") == [2, 3, 10]
+    for bad in ("5-1", "a", "1,,2", "-3"):
+        with pytest.raises(click.BadParameter):
+            sweep.parse_seeds(bad)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seeds", "1", "--seed", "3"], "--seed is set by the sweep"),
+    (["--steps", "many"], "'many' is not a valid integer"),
+    (["--learn-start", "10"], "learn_start (10) must be at least bufferSize"),
+    (["--args", "no_such_preset"], "no preset 'no_such_preset'"),
+    (["stray"], "unexpected extra argument"),
+    (["--resume", "x.ckpt"], "--resume is the sweep's to give"),
+])
+def test_bad_options_exit_2_before_anything_runs(tmp_path, args, message):
+    result = CliRunner().invoke(sweep.main, ["--games", "pong", "--out", str(tmp_path / "s"), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "s").exists()
+
+
+def test_lua_spelled_options_pass_through():
+    forwarded, config = sweep.train_arguments(["-eval_freq", "700", "-hist_len", "2", "--steps=900"], "pong",
+                                             None, 2, 0)
+    assert forwarded == ["-eval_freq", "700", "-hist_len", "2", "--steps=900", "--threads", "2", "--gpu", "-1"]
+    assert (config.eval_freq, config.hist_len, config.steps) == (700, 2, 900)
+
+
+def test_without_ray_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep.importlib.util, "find_spec", lambda name: None)
+    result = CliRunner().invoke(sweep.main, ["--games", "pong", "--out", str(tmp_path), *TINY])
+    assert result.exit_code == 2
+    assert "pip install dqn-nature[ray]" in result.output
+
+
+def dqn_sweep(*args):
+    return subprocess.run(["dqn-sweep", *args, *TINY], capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def pong_and_a_bad_game(tmp_path_factory):
+    """One sweep: two seeds of Pong and one of a game that does not exist."""
+    out = tmp_path_factory.mktemp("sweep")
+    result = dqn_sweep("--games", "nosuchgame,pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out))
+    with open(out / "sweep.json") as fh:
+        record = json.load(fh)
+    return out, result, {(r["game"], r["seed"]): r for r in record["runs"]}
+
+
+@pytest.mark.ray
+def test_sweep_writes_histories_and_record(pong_and_a_bad_game):
+    out, result, runs = pong_and_a_bad_game
+    for seed in (1, 2):
+        run = runs["pong", seed]
+        assert (run["state"], run["exit_code"], run["error"]) == ("finished", 0, None)
+        assert run["history"] == str(out / "pong" / f"seed{seed}" / "DQN3_0_1_pong_FULL_Y.h5")
+        history = load_history(run["history"])
+        assert (history.game, history.steps, history.arguments["seed"]) == ("pong", 300, seed)
+        assert run["seconds"] > 0 and run["started"] <= run["finished"]
+        assert "--seed" in (out / "pong" / f"seed{seed}" / "train.log").read_text()
+    assert f"dqn-report {out}" in result.stdout
+
+
+@pytest.mark.ray
+def test_invalid_game_fails_alone(pong_and_a_bad_game):
+    out, result, runs = pong_and_a_bad_game
+    assert result.returncode == 1, result.stderr
+    for seed in (1, 2):
+        run = runs["nosuchgame", seed]
+        assert run["state"] == "failed" and run["exit_code"] == 2
+        assert "unknown game 'nosuchgame'" in run["error"]
+        assert f"nosuchgame/seed{seed} failed: dqn-train: error: unknown game" in result.stdout
+
+
+@pytest.mark.ray
+def test_rerun_skips_finished_runs(pong_and_a_bad_game):
+    out, _, _ = pong_and_a_bad_game
+    logs = [out / "pong" / f"seed{seed}" / "train.log" for seed in (1, 2)]
+    before = [os.path.getmtime(p) for p in logs]
+    result = dqn_sweep("--games", "pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out))
+    assert result.returncode == 0, result.stdout + result.stderr
+    with open(out / "sweep.json") as fh:
+        assert [r["state"] for r in json.load(fh)["runs"]] == ["skipped", "skipped"]
+    assert [os.path.getmtime(p) for p in logs] == before
+    assert "2 skipped" in result.stdout
