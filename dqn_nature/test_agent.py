@@ -1,0 +1,297 @@
+"""``dqn-test``: watch a trained network play (the port of ``dqn/test_agent.lua``).
+
+Each game is played as ``train_agent.lua``'s evaluation plays its episodes: the first
+starts with ``newGame()`` (which plays out the running game at random), the next ones
+with ``nextRandomGame()``; actions come from ``perceive(..., testing=True, testing_ep)``;
+losing a life does not end the episode. The screens can be written as a GIF or a video
+(every emulator frame, or one per agent step) and the steps as a CSV.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import os
+from typing import Iterator
+
+import click
+import numpy as np
+
+from .cli import fail
+from .config import Config
+from .environment import GameEnvironment, GameError
+from .files import atomic_path
+from .history import HistoryError
+
+FPS = 60  # emulator frames per second of an NTSC Atari
+VIDEO_CONTAINERS = {".mp4": "mp4", ".mkv": "matroska", ".mov": "mov"}
+
+
+@dataclasses.dataclass
+class Episode:
+    """One game: ``score`` (sum of rewards), ``steps`` (agent steps), ``frames`` (emulator
+    frames of those steps), ``finished`` (False when cut by ``max_steps``)."""
+
+    score: float
+    steps: int
+    frames: int
+    finished: bool
+
+
+@dataclasses.dataclass
+class Step:
+    """One agent step of ``play``. ``episode``, ``step``: 0-based; ``action``: index in the
+    action set; ``reward``: of this step; ``score``: the episode's after it; ``frames``: the
+    emulator frames it played, uint8 (210, 160, 3) each; ``q``: float32 (n_actions,) Q-values
+    of the state the action was chosen in (None unless asked for); ``episode_end``: set on an
+    episode's last step."""
+
+    episode: int
+    step: int
+    action: int
+    reward: float
+    score: float
+    frames: list
+    q: np.ndarray | None = None
+    episode_end: Episode | None = None
+
+
+def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = 0.05,
+         max_steps: int | None = None, with_q: bool = False) -> Iterator[Step]:
+    """Play ``episodes`` games and yield every agent step (the loop of ``test_agent.lua``).
+
+    Args:
+        env: the game; its ``frame_hook`` is used during agent steps.
+        agent: a ``NeuralQLearner`` holding the trained network (it is not trained).
+        testing_ep: exploration rate. max_steps: cut an episode after this many agent steps.
+        with_q: compute each step's Q-values (one more forward pass per step).
+    """
+    import torch
+
+    actions = env.get_actions()
+    screen, reward, terminal = env.new_game()
+    for episode in range(episodes):
+        if episode:
+            screen, reward, terminal = env.next_random_game()
+        score, step, frames = 0.0, 0, 0
+        while not terminal and (max_steps is None or step < max_steps):
+            action = agent.perceive(reward, screen, terminal, testing=True, testing_ep=testing_ep)
+            q = None
+            if with_q:
+                with torch.inference_mode():
+                    state = torch.from_numpy(agent.transitions.get_recent()).to(agent.device)
+                    q = agent.network(state[None]).float().cpu().numpy()[0]
+            captured = []
+            env.frame_hook = lambda frame: captured.append(frame.copy())
+            try:
+                screen, reward, terminal = env.step(actions[action])
+            finally:
+                env.frame_hook = None
+            score += reward
+            frames += len(captured)
+            step += 1
+            end = Episode(score, step, frames, terminal) if terminal or step == max_steps else None
+            yield Step(episode, step - 1, action, reward, score, captured, q, end)
+
+
+def draw_overlay(frame: np.ndarray, text: str) -> np.ndarray:
+    """``frame`` (uint8 (H, W, 3)) with ``text`` in white on black in its bottom-left corner."""
+    from PIL import Image, ImageDraw
+
+    image = Image.fromarray(frame)
+    draw = ImageDraw.Draw(image)
+    left, top, right, bottom = draw.textbbox((2, 0), text)
+    y = image.height - (bottom - top) - 3
+    draw.rectangle((0, y - 1, right + 2, image.height), fill=(0, 0, 0))
+    draw.text((2, y - top), text, fill=(255, 255, 255))
+    return np.asarray(image)
+
+
+def _paletted(frame: np.ndarray):
+    """An RGB frame as a Pillow "P" image, exactly when it has at most 256 colours
+    (an Atari screen has at most 128)."""
+    from PIL import Image
+
+    packed = (frame[..., 0].astype(np.uint32) << 16) | (frame[..., 1].astype(np.uint32) << 8) | frame[..., 2]
+    colors, index = np.unique(packed, return_inverse=True)
+    if colors.size > 256:
+        return Image.fromarray(np.ascontiguousarray(frame)).quantize(256)
+    image = Image.frombytes("P", (frame.shape[1], frame.shape[0]), index.astype(np.uint8).tobytes())
+    image.putpalette(np.stack([colors >> 16, (colors >> 8) & 255, colors & 255], 1).astype(np.uint8).tobytes())
+    return image
+
+
+class GifWriter:
+    """Streams RGB frames into an endlessly looping animated GIF with Pillow's GIF encoder,
+    one frame at a time (a game's frames need not fit in memory): each frame is cropped to
+    the region that changed and carries its own palette.
+
+    Args:
+        fh: binary file open for writing. delay_cs: display time of a frame, centiseconds.
+    """
+
+    def __init__(self, fh, delay_cs: int):
+        self.fh, self.delay_ms, self.previous = fh, 10 * delay_cs, None
+
+    def append(self, frame: np.ndarray) -> None:
+        """Add a frame, uint8 (H, W, 3), the size of the first."""
+        from PIL import GifImagePlugin
+
+        if self.previous is None:
+            header, _ = GifImagePlugin.getheader(_paletted(frame), info={"loop": 0})
+            self.fh.write(b"".join(header))
+            left = top = 0
+            right, bottom = frame.shape[1], frame.shape[0]
+        else:
+            changed = np.any(frame != self.previous, axis=2)
+            rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
+            if rows.size:
+                left, top, right, bottom = cols[0], rows[0], cols[-1] + 1, rows[-1] + 1
+            else:
+                left, top, right, bottom = 0, 0, 1, 1
+        image = _paletted(frame[top:bottom, left:right])
+        self.fh.write(b"".join(GifImagePlugin.getdata(image, offset=(int(left), int(top)), duration=self.delay_ms,
+                                                      disposal=1, include_color_table=True)))
+        self.previous = frame
+
+    def close(self) -> None:
+        self.fh.write(b";")  # GIF trailer
+
+
+def _action_name(action: int) -> str:
+    from ale_py import Action
+
+    return Action(action).name
+
+
+def _unwritable(path: str) -> str | None:
+    """Why ``path`` cannot be written, or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "it is a folder"
+    if not os.path.isdir(folder):
+        return f"no folder {folder}"
+    if not os.access(folder, os.W_OK):
+        return f"folder {folder} is not writable"
+    return None
+
+
+def _option(name: str, *aliases: str, **kwargs):
+    """A click option spelled ``--gif-file`` and ``-gif_file`` (as ``test_agent.lua``)."""
+    return click.option(f"--{name}", f"-{name.replace('-', '_')}", *aliases, name.replace("-", "_"), **kwargs)
+
+
+_DEFAULTS = Config()
+
+
+@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@_option("game", "--env", "-env", required=True, help="ale-py ROM id of the game (pong, breakout, ...)")
+@_option("game-path", help="folder of <game>.bin ROMs that takes precedence over ale-py's")
+@_option("network", required=True, help="trained network: a .h5 history, a DQN 3.0 .t7 snapshot or .params.t7")
+@_option("best", is_flag=True, help="play the best evaluated network (best_model)")
+@_option("episodes", type=click.IntRange(1), default=1, show_default=True, help="games to play")
+@_option("testing-ep", type=click.FloatRange(0, 1), default=0.05, show_default=True, help="exploration rate")
+@_option("max-steps", type=click.IntRange(1), help="stop an episode after this many agent steps")
+@_option("actrep", type=click.IntRange(1), default=_DEFAULTS.actrep, show_default=True, help="frames per agent step")
+@_option("random-starts", type=click.IntRange(0), default=_DEFAULTS.random_starts, show_default=True,
+         help="episodes after the first start after 1..random_starts no-op frames")
+@_option("gif-file", help="write the screens as an animated GIF")
+@_option("video", help="write the screens as a video (.mp4, .mkv or .mov; needs imageio-ffmpeg)")
+@_option("frame-skip", is_flag=True, help="GIF/video: one frame per agent step instead of every emulator frame")
+@_option("overlay", is_flag=True, help="GIF/video: draw the score and the chosen action in a corner")
+@_option("csv-file", help="write one row per agent step: episode, step, action, reward, Q-values")
+@_option("seed", type=int, default=_DEFAULTS.seed, show_default=True, help="random seed")
+@_option("gpu", type=int, default=-1, show_default=True, help="CUDA device; -1: the CPU")
+@_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
+def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts, gif_file,
+         video, frame_skip, overlay, csv_file, seed, gpu, threads):
+    """Watch a trained network play GAME: print each episode's score and length, optionally
+    write a GIF, a video and a CSV of the steps.
+
+    Episodes are played as train_agent.lua's evaluations play them (full games, epsilon
+    0.05). GIF frame delays are whole centiseconds, so a GIF of every frame plays at
+    50 fps (5/6 of the game's 60); a video plays at exactly 60 fps (60/actrep with --frame-skip).
+    """
+    import torch
+
+    from . import train as training
+    from .networks import load_network_state
+    from .neural_q_learner import NeuralQLearner
+
+    try:
+        state = load_network_state(network, best)
+        env = GameEnvironment(game, game_path, actrep, random_starts, _DEFAULTS.pool_size, _DEFAULTS.pool_type,
+                              seed=seed)
+    except (HistoryError, GameError) as e:
+        fail(str(e))
+    actions = env.get_actions()
+    n_net = state["fc2.weight"].shape[0]
+    if n_net != len(actions):
+        fail(f"{network}: its network has {n_net} actions but {game} has {len(actions)}")
+    container = None
+    if video:
+        container = VIDEO_CONTAINERS.get(os.path.splitext(video)[1].lower())
+        if container is None:
+            fail(f"--video {video}: use a .mp4, .mkv or .mov file")
+        try:
+            import imageio_ffmpeg  # noqa: F401
+        except ImportError:
+            fail("--video needs imageio-ffmpeg: pip install imageio-ffmpeg")
+    for option, path in (("--gif-file", gif_file), ("--video", video), ("--csv-file", csv_file)):
+        if path and _unwritable(path):
+            fail(f"cannot write {option} {path}: {_unwritable(path)}")
+    device = training.resolve_device(gpu, lambda m: click.echo(m, err=True))
+    training.set_threads(threads)
+    torch.manual_seed(seed)
+    hist_len = state["conv1.weight"].shape[1]
+    agent = NeuralQLearner(actions, gpu=device, seed=seed, hist_len=hist_len, replay_memory=hist_len + 32,
+                           bufferSize=32)
+    agent.network.load_state_dict(state)
+    names = [_action_name(a) for a in actions]
+    per_image = actrep if frame_skip else 1  # emulator frames shown by one image
+    results = []
+    with contextlib.ExitStack() as stack:
+        sinks, rows = [], None
+        try:
+            if gif_file:
+                fh = stack.enter_context(open(stack.enter_context(atomic_path(gif_file)), "wb"))
+                gif = GifWriter(fh, max(2, round(100 * per_image / FPS)))
+                stack.callback(gif.close)
+                sinks.append(gif.append)
+            if video:
+                import imageio_ffmpeg
+
+                height, width = env.screen.frames.shape[1:3]
+                writer = imageio_ffmpeg.write_frames(stack.enter_context(atomic_path(video)), (width, height),
+                                                     fps=FPS / per_image, macro_block_size=2,
+                                                     output_params=["-f", container], ffmpeg_log_level="error")
+                writer.send(None)
+                stack.callback(writer.close)
+                sinks.append(writer.send)
+            if csv_file:
+                fh = stack.enter_context(open(stack.enter_context(atomic_path(csv_file)), "w", newline=""))
+                rows = csv.writer(fh)
+                rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
+        except OSError as e:
+            fail(f"cannot open the output files: {e.strerror or e}")
+        try:
+            for s in play(env, agent, episodes, testing_ep, max_steps, with_q=rows is not None):
+                if rows is not None:
+                    rows.writerow([s.episode, s.step, s.action, s.reward, *s.q.tolist()])
+                for frame in (s.frames[-1:] if frame_skip else s.frames):
+                    if overlay:
+                        frame = draw_overlay(frame, f"{s.score:g} {names[s.action]}")
+                    for sink in sinks:
+                        sink(frame)
+                if s.episode_end:
+                    e = s.episode_end
+                    results.append(e)
+                    click.echo(f"Episode {s.episode}: score {e.score:g}, {e.steps} steps, {e.frames} frames"
+                               + ("" if e.finished else f" (stopped at --max-steps {max_steps})"))
+        except OSError as e:
+            fail(f"cannot write the output files: {e.strerror or e}", code=1)
+    scores = np.array([e.score for e in results])
+    click.echo(f"Mean score {scores.mean():g}, std {scores.std():g} over {len(scores)} episode(s)")
+    for path in (gif_file, video, csv_file):
+        if path:
+            click.echo(f"Wrote {path}")

@@ -1,0 +1,137 @@
+"""``dqn-test`` on the real emulator: short Pong games from an ``.h5`` history and a DQN 3.0
+``.t7`` snapshot, the GIF (every emulator frame, exactly), the CSV, and bad input."""
+import csv
+import re
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+import t7writer
+from dqn_nature.environment import GameEnvironment
+from dqn_nature.history import HISTORY_FIELDS, save_history
+from dqn_nature.network import convnet_atari3
+from dqn_nature.neural_q_learner import NeuralQLearner
+from dqn_nature.test_agent import main, play
+
+STEPS = 300
+BASE = ["--game", "pong", "--max-steps", STEPS, "--seed", 3, "--threads", 1]
+EPISODE_LINE = re.compile(r"^Episode (\d+): score (-?\d+), (\d+) steps, (\d+) frames", re.M)
+
+
+@pytest.fixture(scope="module")
+def weights():
+    torch.manual_seed(0)
+    return convnet_atari3(6).state_dict()
+
+
+@pytest.fixture(scope="module")
+def networks(tmp_path_factory, weights):
+    """The same network as an .h5 history and as a DQN 3.0 .t7 snapshot."""
+    folder = tmp_path_factory.mktemp("nets")
+    history = {k: [] for k in HISTORY_FIELDS}
+    history["time_history"] = [0.0]
+    save_history(str(folder / "run.h5"), game="pong", steps=0, frames=0, history=history, model=weights,
+                 best_model=None, arguments={"hist_len": 4}, package_version="test")
+    net = t7writer.dqn_network({k: v.numpy() for k, v in weights.items()})
+    t7writer.save(folder / "run.t7", {"model": net, "reward_history": [], "time_history": [0],
+                                      "arguments": {"env": "pong", "agent_params": {"learn_start": 50000}}})
+    return folder / "run.h5", folder / "run.t7"
+
+
+@pytest.fixture(scope="module")
+def replay(weights, single_threaded):
+    """The steps dqn-test plays with BASE's options, played here with dqn_nature.test_agent.play."""
+    env = GameEnvironment("pong", seed=3)
+    agent = NeuralQLearner(env.get_actions(), seed=3, replay_memory=36, bufferSize=32)
+    agent.network.load_state_dict(weights)
+    return list(play(env, agent, 1, 0.05, STEPS))
+
+
+def dqn_test(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 0 or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def test_plays_from_h5_and_t7_and_writes_gif_and_csv(tmp_path, networks, replay):
+    outputs = {}
+    for net in networks:
+        gif, table = tmp_path / f"{net.suffix[1:]}.gif", tmp_path / f"{net.suffix[1:]}.csv"
+        result = dqn_test(*BASE, "--network", net, "--gif-file", gif, "-csv_file", table)
+        assert result.exit_code == 0, result.output
+        (episode, score, steps, frames), = EPISODE_LINE.findall(result.output)
+        assert (episode, int(steps), int(frames)) == ("0", STEPS, 4 * STEPS)  # a Pong game outlasts 300 steps
+        assert f"Mean score {score}, std 0 over 1 episode" in result.output
+        frames_back = iio.imread(gif, index=None)
+        assert frames_back.shape == (4 * STEPS, 210, 160, 3)
+        assert iio.immeta(gif, index=0)["duration"] == 20  # 1/50 s: GIF delays are whole centiseconds
+        with open(table, newline="") as fh:
+            rows = list(csv.reader(fh))
+        assert rows[0] == ["episode", "step", "action", "reward", "q_NOOP", "q_FIRE", "q_RIGHT", "q_LEFT",
+                           "q_RIGHTFIRE", "q_LEFTFIRE"]
+        assert len(rows) == STEPS + 1 and [r[1] for r in rows[1:]] == [str(i) for i in range(STEPS)]
+        assert sum(float(r[3]) for r in rows[1:]) == int(score)
+        outputs[net.suffix] = frames_back, rows[1:]
+
+    # the .t7 network plays exactly as the .h5 one: same weights, same seed
+    assert np.array_equal(outputs[".h5"][0], outputs[".t7"][0])
+    assert outputs[".h5"][1] == outputs[".t7"][1]
+    # every emulator frame, exactly as the emulator drew it; actions and Q-values as the agent chose
+    frames, rows = outputs[".h5"]
+    assert np.array_equal(frames, np.concatenate([s.frames for s in replay]))
+    assert [int(r[2]) for r in rows] == [s.action for s in replay]
+    q = np.array([[float(x) for x in r[4:]] for r in rows])
+    greedy = np.array([s.action for s in replay]) == q.argmax(1)
+    assert greedy.mean() > 0.85  # epsilon 0.05: nearly every action is the argmax of the written Q-values
+
+
+def test_frame_skip_overlay_and_episodes(tmp_path, networks, replay):
+    gif = tmp_path / "skip.gif"
+    result = dqn_test(*BASE, "--network", networks[0], "--gif-file", gif, "--frame-skip", "--overlay")
+    assert result.exit_code == 0, result.output
+    frames = iio.imread(gif, index=None)
+    assert frames.shape == (STEPS, 210, 160, 3)
+    assert iio.immeta(gif, index=0)["duration"] == 70  # actrep 4 frames at 60 fps, as test_agent.lua's 7 cs
+    raw = np.stack([s.frames[-1] for s in replay])
+    assert np.array_equal(frames[:, :190], raw[:, :190])  # the overlay is drawn in the bottom-left corner only
+    assert not np.array_equal(frames[:, 190:, :40], raw[:, 190:, :40])
+
+    result = dqn_test(*BASE[:2], "--max-steps", 40, "--network", networks[0], "--episodes", 2, "--random-starts", 5)
+    assert result.exit_code == 0, result.output
+    assert [m[0] for m in EPISODE_LINE.findall(result.output)] == ["0", "1"]
+    assert "over 2 episode(s)" in result.output and "stopped at --max-steps 40" in result.output
+
+
+def test_video(tmp_path, networks):
+    pytest.importorskip("imageio_ffmpeg")
+    video = tmp_path / "play.mp4"
+    result = dqn_test(*BASE[:2], "--max-steps", 30, "--network", networks[0], "--video", video)
+    assert result.exit_code == 0, result.output
+    assert iio.imread(video, index=None, plugin="FFMPEG").shape[0] == 120
+
+
+def assert_bad_input(result, *fragments):
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line, line
+    for fragment in fragments:
+        assert fragment in line, line
+
+
+def test_bad_input(tmp_path, networks):
+    h5, t7 = networks
+    assert_bad_input(dqn_test("--game", "breakout", "--network", h5), "6 actions", "breakout has 4")
+    assert_bad_input(dqn_test("-env", "breakout", "-network", t7), "6 actions", "breakout has 4")
+    (tmp_path / "net.txt").write_text("x")
+    assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "net.txt"), "expected a .h5 history")
+    assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "none.h5"), "no such file")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--best"), "no best_model")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "no" / "x.gif"),
+                     "cannot write --gif-file", "no folder")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", tmp_path), "it is a folder")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.avi"), ".mp4")
+    assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
+    assert not list(tmp_path.glob(".*tmp*"))
