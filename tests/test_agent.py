@@ -95,6 +95,18 @@ def test_get_q_update_by_hand(rescale_r, clip_delta, deltas):
     np.testing.assert_allclose(targets.numpy(), expected, atol=1e-6)
 
 
+def test_validation_statistics_by_hand():
+    agent = make_agent(actions=[0, 1, 2])
+    set_constant_q(agent.network, [0.5, -0.2, 0.1])
+    set_constant_q(agent.target_network, [0.3, 0.5, -1.0])
+    s = np.zeros((4, 4, 7056), np.uint8)
+    a, r, term = np.array([0, 1, 2, 1]), np.array([1.0, -1.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0, 0.0])
+    agent.valid = (s, a, r, s, term)
+    agent.compute_validation_statistics()
+    assert agent.v_avg == pytest.approx(0.5)  # q_max (1) * mean max_a target(s2, a)
+    assert agent.tderr_avg == pytest.approx((0.995 + 0.8 + 0.395 + 1.0) / 4, abs=1e-6)  # |delta| clipped
+
+
 def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames):
     agent = make_agent()
     fill(agent, frames)
@@ -164,7 +176,7 @@ def test_validation_set_sampled_at_learn_start_plus_1(pong_screens):
     assert all(np.array_equal(u, v) for u, v in zip(agent.valid, valid))  # kept for the run
 
 
-def test_greedy_breaks_ties_uniformly(frames):
+def test_greedy_breaks_ties_uniformly():
     agent = make_agent()
     state = agent.transitions.get_recent()
     set_constant_q(agent.network, [0.25] * 6)
