@@ -105,6 +105,19 @@ def test_sample_uses_the_buffer_to_its_last_slot():
     assert table.buf_ind == 4 and table.rng.bit_generator.state != state
 
 
+def test_default_prefetch_serves_16_minibatches_of_32():
+    table = TransitionTable(3, 4, HIST, max_size=1000, rng=np.random.default_rng(0))
+    for i in range(600):
+        table.add(np.full(3, i % 250, np.uint8), 0, 0.0, i % 7 == 0)
+    table.sample(32)
+    state = table.rng.bit_generator.state
+    for _ in range(15):
+        table.sample(32)
+    assert table.buf_ind == 512 and table.rng.bit_generator.state == state
+    table.sample(32)
+    assert table.buf_ind == 32 and table.rng.bit_generator.state != state
+
+
 def test_sample_rejects_batches_as_large_as_the_buffer_and_small_tables():
     with pytest.raises(ValueError):
         make_table(40, buffer_size=16).sample(16)
