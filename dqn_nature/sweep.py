@@ -438,4 +438,6 @@ def _summary(runs: list[Run], out: str, table: Table) -> None:
         if r.state == "failed":
             click.echo(f"  {r.label} failed: {r.error} (log: {r.log})")
     click.echo(f"Histories: {out}/<game>/seed<k>/*.h5, logs: train.log beside them, record: {out}/sweep.json")
-    click.echo(f"Compare the games and seeds: dqn-report {out}    dqn-plot {out} -o {out}/curves.png")
+    click.echo(f"Compare the games over their seeds: dqn-report {out}")
+    click.echo(f"Plot a game's seeds: dqn-plot {out}/<game> -o {out}/<game>.png "
+               f"(e.g. dqn-plot {out}/{runs[0].game} -o {out}/{runs[0].game}.png)")

@@ -77,7 +77,7 @@ def test_sweep_writes_histories_and_record(pong_and_a_bad_game):
         assert (history.game, history.steps, history.arguments["seed"]) == ("pong", 300, seed)
         assert run["seconds"] > 0 and run["started"] <= run["finished"]
         assert "--seed" in (out / "pong" / f"seed{seed}" / "train.log").read_text()
-    assert f"dqn-report {out}" in result.stdout
+    assert f"dqn-report {out}" in result.stdout and f"dqn-plot {out}/nosuchgame -o" in result.stdout
 
 
 @pytest.mark.ray
