@@ -6,7 +6,9 @@ Lua ``-eval_freq``, so the original argument strings work verbatim.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,8 +16,10 @@ import click
 from click.core import ParameterSource
 from tqdm import tqdm
 
-from .config import FIELDS, ConfigError, available_memory, field_type, lua_name, replay_bytes, resolve
+from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
+                     resume_config)
 from .environment import GameError, rom_path
+from .files import append_csv_row
 from .history import HistoryError
 
 _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
@@ -78,8 +82,10 @@ def check_resources(config) -> None:
     existing = folder
     while not os.path.isdir(existing):
         existing = os.path.dirname(existing)
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot write output files in {folder!r} (from --name {config.name!r})")
+    try:  # a real attempt: os.access says yes to root even on /proc or /sys
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError:
+        raise ConfigError(f"cannot write output files in {folder!r} (from --name {config.name!r})") from None
 
 
 class Progress:
@@ -117,28 +123,66 @@ class Progress:
         self.bar.close()
 
 
+class StopRequest:
+    """SIGINT/SIGTERM handler: the first signal asks the loop to stop after the current
+    agent step; a second one exits at once (files already written stay intact)."""
+
+    def __init__(self):
+        self.signum = None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self.handle)
+
+    def handle(self, signum, frame):
+        if self.signum is not None:
+            os._exit(128 + signum)
+        self.signum = signum
+
+
+def resume_path(name: str) -> str:
+    """The checkpoint of ``--resume``: a ``.ckpt`` path, or a run name to which ``.ckpt`` is added."""
+    return name if name.endswith(".ckpt") else name + ".ckpt"
+
+
+def evaluation_row(trainer, evaluation) -> dict:
+    """One ``--csv-log`` row: step, frames, every history field's newest value, the training
+    epsilon, lr and the training and testing rates in frames/s."""
+    row = dict(step=evaluation.step, frames=evaluation.frames)
+    row.update({k: v[-1] for k, v in trainer.history.items() if k != "step_history"})
+    row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
+               eval_fps=evaluation.eval_fps)
+    return row
+
+
 @click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
 @click.option("--args", "-args", "preset", metavar="PRESET", help="TOML preset (a file, or a name in args/)")
 @click.option("--agent-params", "-agent_params", "agent_params", metavar="LUA_TABLE",
               help='NeuralQLearner parameters as a Lua table body, e.g. lr=0.00025,ep=1,learn_start=50000')
 @click.option("--pool-frms", "-pool_frms", "pool_frms", metavar="LUA_TABLE",
               help='frame pooling as a Lua table body, e.g. type="max",size=2')
+@click.option("--resume", metavar="CKPT", help="continue the run of this checkpoint (a .ckpt or a run name)")
 @config_options
 @click.pass_context
-def train(ctx, preset, agent_params, pool_frms, **values):
+def train(ctx, preset, agent_params, pool_frms, resume, **values):
     """Train DQN 3.0 (Mnih et al., Nature 2015) on an Atari game; write <name>.h5.
 
     Defaults are the paper's run_gpu configuration. Precedence: defaults < --args
     preset < --agent-params < individual options. Steps are agent steps; frames =
-    steps x actrep.
+    steps x actrep. SIGINT/SIGTERM stop after the current step, writing the history
+    and a checkpoint <name>.ckpt for --resume.
     """
     from . import train as training  # torch import deferred so --help is quick
+    from .checkpoint import CheckpointError, read_arguments, restore_checkpoint, save_checkpoint
 
     try:
-        config = resolve(explicit_options(ctx, values), find_preset(preset) if preset else None,
-                         agent_params, pool_frms)
+        changes = layered(explicit_options(ctx, values), find_preset(preset) if preset else None,
+                          agent_params, pool_frms)
+        if resume:
+            checkpoint = resume_path(resume)
+            config = resume_config(read_arguments(checkpoint), changes)
+        else:
+            config = build(changes)
         check_resources(config)
-    except (ConfigError, GameError) as e:
+    except (ConfigError, GameError, CheckpointError) as e:
         fail(str(e))
     gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
     threads = training.set_threads(config.threads)
@@ -147,22 +191,44 @@ def train(ctx, preset, agent_params, pool_frms, **values):
         for key, value in config.as_dict().items():
             click.echo(f"  {key} = {value!r}")
         click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {threads}")
-    os.makedirs(os.path.dirname(os.path.abspath(config.name)), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(config.name)), exist_ok=True)
+    except OSError as e:
+        fail(f"cannot create the output folder for --name {config.name!r}: {e.strerror}")
     try:
         trainer = training.Trainer(config, gpu)
-    except (GameError, HistoryError) as e:
+        if resume:
+            replay = restore_checkpoint(checkpoint, trainer)
+            click.echo(f"Resumed {checkpoint} at step {trainer.step}; replay memory "
+                       + ("restored" if replay else f"empty: learning resumes after {config.learn_start} steps"))
+    except (GameError, HistoryError, CheckpointError) as e:
         fail(str(e))
+    checkpoint_path = config.name + ".ckpt"
+    checkpoint_freq = config.checkpoint_freq or config.save_freq
+
+    def write_checkpoint():
+        save_checkpoint(checkpoint_path, trainer, config.checkpoint_replay, config.checkpoint_compress)
+        return checkpoint_path
+
+    stop = StopRequest()
     progress = Progress(trainer)
     try:
         for event in trainer.run():
             progress.update(event)
-            if event.step % config.save_freq == 0 or event.step == config.steps:
+            if event.evaluation is not None and config.csv_log:
+                append_csv_row(config.csv_log, evaluation_row(trainer, event.evaluation))
+            last = event.step == config.steps
+            if event.step % config.save_freq == 0 or last:
                 progress.write(f"Saved: {trainer.save()}")
-    except KeyboardInterrupt:
-        progress.close()
-        click.echo(f"Interrupted at step {trainer.step}; saved: {trainer.save()}", err=True)
-        sys.exit(130)
+            if event.step % checkpoint_freq == 0 or last:
+                progress.write(f"Checkpoint: {write_checkpoint()}")
+            if stop.signum is not None:
+                progress.close()
+                name = signal.Signals(stop.signum).name
+                click.echo(f"Stopped by {name} at step {trainer.step}: history {trainer.save()}, checkpoint "
+                           f"{write_checkpoint()}. Resume with: dqn-train --resume {checkpoint_path}", err=True)
+                sys.exit(128 + stop.signum)
     except OSError as e:
         progress.close()
-        fail(f"cannot write the history file: {e}", code=1)
+        fail(f"cannot write output ({e}); the files written before are intact", code=1)
     progress.close()

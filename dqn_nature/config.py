@@ -17,12 +17,13 @@ class ConfigError(ValueError):
     """An invalid option value; the message is one line for the user."""
 
 
-def option(default, help, lua=None, agent=False, flag=False, choices=None, aliases=()):
+def option(default, help, lua=None, agent=False, flag=False, choices=None, aliases=(), resume=False):
     """Declare one option. ``lua``: its ``train_agent.lua`` or ``agent_params`` name when it
     differs; ``agent``: a NeuralQLearner parameter; ``flag``: takes no value on the
-    command line; ``aliases``: further command-line spellings."""
+    command line; ``aliases``: further command-line spellings; ``resume``: may change when
+    a run is resumed (output, logging and resources, not the algorithm)."""
     return field(default=default, metadata=dict(help=help, lua=lua, agent=agent, flag=flag,
-                                                choices=choices, aliases=aliases))
+                                                choices=choices, aliases=aliases, resume=resume))
 
 
 @dataclass
@@ -36,27 +37,33 @@ class Config:
     framework: str = option("alewrap", "environment framework (only alewrap)", choices=("alewrap",))
     env_params: str = option("useRGB=true", "environment parameters, a Lua table body (only useRGB=true)")
     agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))
-    name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]")
+    name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]", resume=True)
     network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history or DQN 3.0 .t7)")
     best: bool = option(False, "with --network, start from its best network", flag=True)
-    steps: int = option(50_000_000, "agent steps to train")
+    steps: int = option(50_000_000, "agent steps to train", resume=True)
     eval_freq: int = option(250_000, "evaluate every this many steps")
     eval_steps: int = option(125_000, "steps per evaluation")
-    prog_freq: int = option(10_000, "report progress every this many steps")
-    save_freq: int = option(125_000, "write the history file every this many steps")
-    save_versions: int = option(0, "if > 0, name files <name>_<floor(step/save_versions)>")
+    prog_freq: int = option(10_000, "report progress every this many steps", resume=True)
+    save_freq: int = option(125_000, "write the history file every this many steps", resume=True)
+    save_versions: int = option(0, "if > 0, name files <name>_<floor(step/save_versions)>", resume=True)
     save_network_params: bool = option(False, "also write the flat parameter vector to <name>.params.h5",
-                                       lua="saveNetworkParams", flag=True)
+                                       lua="saveNetworkParams", flag=True, resume=True)
     actrep: int = option(4, "frames per agent step (action repeat)")
     random_starts: int = option(30, "1..random_starts no-op frames after each new game")
     pool_type: str = option("max", "pooling over the last frames (max or mean)", choices=("max", "mean"))
     pool_size: int = option(2, "frames pooled into one screen")
     seed: int = option(1, "random seed (a CPU run is repeatable for a given seed)")
-    threads: int = option(4, "torch CPU threads (at most the machine's cores are used)")
-    gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU")
-    verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms")
+    threads: int = option(4, "torch CPU threads (at most the machine's cores are used)", resume=True)
+    gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU", resume=True)
+    verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms", resume=True)
     precision: str = option("fp32", "fp32 (as DQN 3.0) or bf16 autocast (faster, not bit-faithful)",
                             choices=("fp32", "bf16"))
+    checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",
+                                                   resume=True)
+    checkpoint_replay: bool = option(False, "include the replay memory in checkpoints (exact resume)",
+                                     flag=True, resume=True)
+    checkpoint_compress: bool = option(False, "gzip the replay memory in checkpoints", flag=True, resume=True)
+    csv_log: typing.Optional[str] = option(None, "append one CSV row per evaluation to this file", resume=True)
     # -- NeuralQLearner parameters (agent_params) --------------------------------------
     lr: float = option(0.00025, "learning rate", agent=True)
     lr_end: typing.Optional[float] = option(None, "final learning rate [lr]", agent=True)
@@ -228,17 +235,16 @@ def load_preset(path: str) -> dict:
     return _named(data, f"option in preset {path!r}:")
 
 
-def resolve(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,
-            pool_frms: str | None = None) -> Config:
-    """Resolve a run's options: defaults < preset < ``agent_params`` and ``pool_frms`` < explicit.
+def layered(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,
+            pool_frms: str | None = None) -> dict:
+    """Merge option sources: preset < ``agent_params`` and ``pool_frms`` < explicit options.
 
     Args:
         explicit: options given one by one (Python or Lua names).
         preset: path of a TOML preset.
         agent_params, pool_frms: Lua table bodies.
 
-    Raises:
-        ConfigError: unknown option, wrong type, or a value ``validate`` rejects.
+    Returns: the options set, by Python name. Raises ConfigError.
     """
     values = {}
     if preset:
@@ -248,11 +254,40 @@ def resolve(explicit: dict | None = None, preset: str | None = None, agent_param
     if pool_frms:
         values.update(pool_frms_from_lua(pool_frms))
     values.update(_named(explicit or {}, "option"))
-    config = Config(**values)
+    return values
+
+
+def build(values: dict) -> Config:
+    """A validated ``Config`` from option values over the defaults; names the output
+    ``DQN3_0_1_<game>_FULL_Y`` when no name is given. Raises ConfigError."""
+    config = Config(**_named(values, "option"))
     if config.game and not config.name:
         config.name = config.default_name()
     validate(config)
     return config
+
+
+def resolve(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,
+            pool_frms: str | None = None) -> Config:
+    """Resolve a run's options: defaults < preset < ``agent_params``/``pool_frms`` < explicit
+    (see ``layered``). Raises ConfigError."""
+    return build(layered(explicit, preset, agent_params, pool_frms))
+
+
+def resume_config(stored: dict, changes: dict) -> Config:
+    """The options of a resumed run: ``stored`` (a checkpoint's arguments) with ``changes``
+    (from ``layered``) applied.
+
+    Raises:
+        ConfigError: a change to an option that is not declared ``resume=True``.
+    """
+    stored = {k: v for k, v in stored.items() if k in FIELD_BY_NAME}
+    for key, value in changes.items():
+        if not FIELD_BY_NAME[key].metadata["resume"] and value != stored.get(key):
+            allowed = ", ".join(f.name for f in FIELDS if f.metadata["resume"])
+            raise ConfigError(f"{key} cannot change when resuming (the run has {stored.get(key)!r}); "
+                              f"options that may: {allowed}")
+    return build({**stored, **changes})
 
 
 def validate(c: Config) -> None:
@@ -272,6 +307,8 @@ def validate(c: Config) -> None:
     for name in positive:
         if getattr(c, name) <= 0:
             raise ConfigError(f"{name} must be positive, not {getattr(c, name)}")
+    if c.checkpoint_freq is not None and c.checkpoint_freq <= 0:
+        raise ConfigError(f"checkpoint_freq must be positive, not {c.checkpoint_freq}")
     for name in ("random_starts", "learn_start", "save_versions", "target_q", "lr", "wc", "clip_delta"):
         if getattr(c, name) < 0:
             raise ConfigError(f"{name} must not be negative, not {getattr(c, name)}")

@@ -7,10 +7,11 @@ emulator frame; one agent *step* is ``actrep`` frames.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 
 import numpy as np
-from ale_py import ALEInterface, LoggerMode, roms
+from ale_py import ALEInterface, ALEState, LoggerMode, roms
 
 ALEInterface.setLoggerMode(LoggerMode.Error)
 
@@ -175,3 +176,20 @@ class GameEnvironment:
             self._step(0)
         self._update_state(*self._step(0))
         return self.get_state()
+
+    def clone_state(self) -> dict:
+        """Everything needed to continue exactly from here: the emulator (with its RNG), the
+        screen buffer, the last reward/terminal/lives and the random generator. Values are
+        NumPy arrays, numbers and strings (for a checkpoint file)."""
+        return dict(ale=np.frombuffer(self.ale.cloneState(include_rng=True).serialize(), np.uint8),
+                    rng=json.dumps(self.rng.bit_generator.state), frames=self.screen.frames.copy(),
+                    count=self.screen.count, reward=self.reward, terminal=bool(self.terminal),
+                    lives=self.lives)
+
+    def restore_state(self, state: dict) -> None:
+        """Continue from a ``clone_state()`` of the same game."""
+        self.ale.restoreState(ALEState(np.asarray(state["ale"], np.uint8).tobytes()))
+        self.rng.bit_generator.state = json.loads(state["rng"])
+        self.screen.frames[:] = state["frames"]
+        self.screen.count = int(state["count"])
+        self._update_state(state["reward"], bool(state["terminal"]), int(state["lives"]))

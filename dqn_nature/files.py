@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 
 
@@ -32,3 +33,18 @@ def atomic_path(path: str):
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def append_csv_row(path: str, row: dict) -> None:
+    """Append ``row`` to the CSV file ``path`` (header from its keys when the file is new),
+    rewriting the file atomically so a kill never leaves a partial row."""
+    existing = ""
+    if os.path.exists(path):
+        with open(path, newline="") as fh:
+            existing = fh.read()
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        fh.write(existing)
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        if not existing:
+            writer.writeheader()
+        writer.writerow(row)

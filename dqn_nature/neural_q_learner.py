@@ -5,6 +5,7 @@ Action indices are 0-based positions in the action set (Lua index - 1).
 from __future__ import annotations
 
 import copy
+import json
 
 import numpy as np
 import torch
@@ -73,6 +74,9 @@ class NeuralQLearner:
         self.r_max = 1
         self.bestq = 0.0
         self.valid = None  # the validation transitions (s, a, r, s2, term)
+        # num_steps at which a checkpoint without replay memory was resumed: learning waits
+        # learn_start more steps while the empty memory refills, as at the start of a run.
+        self.replay_restart = 0
 
         # Channels-last is ~1.5x faster for these convolutions on CPU; it is the only layout used.
         self.network = convnet_atari3(self.n_actions, self.hist_len, p["ncols"]).to(
@@ -158,7 +162,8 @@ class NeuralQLearner:
         if not terminal:
             action = self.e_greedy(self.transitions.get_recent(), testing_ep)
         self.transitions.add_recent_action(action)
-        if self.num_steps > self.learn_start and not testing and self.num_steps % self.update_freq == 0:
+        if (self.num_steps > self.learn_start + self.replay_restart and not testing
+                and self.num_steps % self.update_freq == 0):
             for _ in range(self.n_replay):
                 self.q_learn_minibatch()
         if not testing:
@@ -237,3 +242,54 @@ class NeuralQLearner:
             lines.append(f"{name}: W norm {rms(layer.weight):.6g} b norm {rms(layer.bias):.6g} "
                          f"dW norm {rms(layer.weight.grad):.6g} db norm {rms(layer.bias.grad):.6g}")
         return "\n".join(lines)
+
+    # -- checkpoints ----------------------------------------------------------------------
+    _SCALARS = ("num_steps", "ep", "lr", "r_max", "v_avg", "tderr_avg", "bestq", "last_action",
+                "last_terminal", "_target_stale", "replay_restart")
+    _TABLE = ("recent_s", "recent_t", "recent_a", "buf_s", "buf_s2", "buf_a", "buf_r", "buf_term")
+
+    def get_state(self) -> dict:
+        """Everything but the replay memory's contents needed to continue exactly: counters,
+        schedules, networks, RMSProp buffers, the random generator, the last state, the
+        validation set, the recent queue and the prefetch buffer. None values are omitted."""
+        t = self.transitions
+        state = {k: getattr(self, k) for k in self._SCALARS if getattr(self, k) is not None}
+        state.update(
+            rng=json.dumps(self.rng.bit_generator.state), last_state=self.last_state,
+            network=self.network.state_dict(), target_network=self.target_network.state_dict(),
+            optimizer={str(i): dict(self.optimizer.state[p]) for i, p in enumerate(self.network.parameters())
+                       if self.optimizer.state[p]},
+            valid=None if self.valid is None else dict(zip(("s", "a", "r", "s2", "term"), self.valid)),
+            transitions=dict({k: getattr(t, k) for k in self._TABLE}, num_entries=t.num_entries,
+                             insert_index=t.insert_index, buf_ind=-1 if t.buf_ind is None else t.buf_ind))
+        return state
+
+    def set_state(self, state: dict, replay_restored: bool) -> None:
+        """Continue from ``get_state()``. Without ``replay_restored`` the replay memory starts
+        empty and learning resumes after ``learn_start`` more steps."""
+        for k in self._SCALARS:
+            setattr(self, k, state.get(k))
+        self.last_terminal, self._target_stale = bool(self.last_terminal), bool(self._target_stale)
+        self.replay_restart = self.replay_restart or 0
+        self.rng.bit_generator.state = json.loads(state["rng"])
+        self.last_state = state.get("last_state")
+        self.network.load_state_dict(state["network"])
+        self.target_network.load_state_dict(state["target_network"])
+        for i, p in enumerate(self.network.parameters()):
+            buffers = state["optimizer"].get(str(i))
+            if buffers:
+                self.optimizer.state[p] = {k: torch.as_tensor(v).to(p) for k, v in buffers.items()}
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        valid = state.get("valid")
+        self.valid = None if valid is None else tuple(valid[k] for k in ("s", "a", "r", "s2", "term"))
+        t, ts = self.transitions, state["transitions"]
+        for k in self._TABLE:
+            getattr(t, k)[:] = ts[k]
+        if replay_restored:
+            t.num_entries, t.insert_index = int(ts["num_entries"]), int(ts["insert_index"])
+            t.buf_ind = None if ts["buf_ind"] < 0 else int(ts["buf_ind"])
+        else:
+            t.reset()
+            t.buf_ind = None
+            self.replay_restart = self.num_steps

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
+import random
 import time
 from typing import Iterator
 
+import numpy as np
 import threadpoolctl
 import torch
 
@@ -173,6 +176,31 @@ class Trainer:
             q_max=agent.q_max, epsilon=agent.ep, lr=agent.lr, train_time=self.train_time,
             train_fps=c.actrep * c.eval_freq / train_dt, eval_time=eval_time,
             eval_fps=c.actrep * c.eval_steps / max(eval_time, 1e-9))
+
+    def get_state(self) -> dict:
+        """The run's position for a checkpoint: step, training time, histories, best network,
+        agent, environment and the global random generators (Python, NumPy, torch)."""
+        legacy = np.random.get_state()
+        return dict(step=self.step, train_time=self.train_time,
+                    history={k: np.asarray(v, HISTORY_FIELDS[k]) for k, v in self.history.items()},
+                    best_network=self.best_network, agent=self.agent.get_state(), env=self.env.clone_state(),
+                    torch_rng=torch.get_rng_state().numpy(), python_rng=json.dumps(random.getstate()),
+                    numpy_rng=dict(keys=legacy[1], pos=legacy[2], has_gauss=legacy[3], gauss=legacy[4]))
+
+    def set_state(self, state: dict, replay_restored: bool) -> None:
+        """Continue from ``get_state()`` (see ``NeuralQLearner.set_state`` for ``replay_restored``)."""
+        self.step, self.train_time = int(state["step"]), float(state["train_time"])
+        self.history = {k: np.asarray(v).tolist() for k, v in state["history"].items()}
+        self.best_network = state.get("best_network")
+        if self.best_network is not None:
+            self.best_network = {k: torch.as_tensor(v) for k, v in self.best_network.items()}
+        self.agent.set_state(state["agent"], replay_restored)
+        self.env.restore_state(state["env"])
+        torch.set_rng_state(torch.as_tensor(state["torch_rng"], dtype=torch.uint8))
+        version, internal, gauss = json.loads(state["python_rng"])
+        random.setstate((version, tuple(internal), gauss))
+        n = state["numpy_rng"]
+        np.random.set_state(("MT19937", n["keys"], int(n["pos"]), int(n["has_gauss"]), float(n["gauss"])))
 
     def output_base(self) -> str:
         """``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0``."""

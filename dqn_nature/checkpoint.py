@@ -1,0 +1,138 @@
+"""Checkpoints ``<name>.ckpt``: everything needed to continue a run (no Lua counterpart;
+DQN 3.0 kept only its history file).
+
+An HDF5 file: root attributes ``format = "dqn_nature.checkpoint"``, ``format_version``,
+``game``, ``step``, ``package_version``, ``has_replay``; group ``arguments`` (as in a
+history); group ``state`` (``Trainer.get_state()``: dicts are groups, arrays datasets,
+numbers and strings attributes); with ``--checkpoint-replay``, group ``replay`` holding the
+replay memory's first ``num_entries`` rows of ``s``, ``a``, ``r``, ``t`` in chunks.
+"""
+from __future__ import annotations
+
+import os
+
+import h5py
+import numpy as np
+import torch
+
+from . import __version__
+from .files import atomic_path
+from .history import _attr, _from_attr
+
+FORMAT = "dqn_nature.checkpoint"
+FORMAT_VERSION = 1
+CHUNK_ROWS = 16384  # replay rows copied at a time: about 115 MB of frames
+
+
+class CheckpointError(ValueError):
+    """A file that cannot be read as a checkpoint; the message names the file and the problem."""
+
+
+def _write(group: h5py.Group, values: dict) -> None:
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            _write(group.create_group(key), value)
+        elif isinstance(value, (np.ndarray, torch.Tensor)):
+            data = value.detach().cpu().contiguous().numpy() if isinstance(value, torch.Tensor) else value
+            group.create_dataset(key, data=data)
+        else:
+            group.attrs[key] = _attr(value)
+
+
+def _read(group: h5py.Group) -> dict:
+    out = {k: _from_attr(v) for k, v in group.attrs.items()}
+    for key, item in group.items():
+        out[key] = _read(item) if isinstance(item, h5py.Group) else item[()]
+    return out
+
+
+def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = False) -> None:
+    """Write ``trainer``'s full state to ``path`` atomically.
+
+    Args:
+        replay: include the replay memory (up to 7 GB), copied in chunks of ``CHUNK_ROWS``
+            rows so memory does not double.
+        compress: gzip the replay memory datasets (level 1).
+
+    Raises:
+        OSError: the file cannot be written (a previous checkpoint stays intact).
+    """
+    c = trainer.config
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=c.game, step=trainer.step,
+                       package_version=__version__, has_replay=bool(replay))
+        args = f.create_group("arguments")
+        for key, value in c.as_dict().items():
+            args.attrs[key] = _attr(value)
+        _write(f.create_group("state"), trainer.get_state())
+        if replay:
+            t = trainer.agent.transitions
+            group = f.create_group("replay")
+            for name in ("s", "a", "r", "t"):
+                array = getattr(t, name)
+                chunks = (min(1024, max(1, t.num_entries)),) + array.shape[1:]
+                ds = group.create_dataset(name, shape=(t.num_entries,) + array.shape[1:], dtype=array.dtype,
+                                          chunks=chunks if t.num_entries else None,
+                                          compression="gzip" if compress else None,
+                                          compression_opts=1 if compress else None)
+                for start in range(0, t.num_entries, CHUNK_ROWS):
+                    stop = min(t.num_entries, start + CHUNK_ROWS)
+                    ds[start:stop] = array[start:stop]
+
+
+def _open(path: str) -> h5py.File:
+    if not os.path.exists(path):
+        raise CheckpointError(f"{path}: no such checkpoint")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise CheckpointError(f"{path}: not a readable HDF5 file, damaged or truncated ({e})") from None
+    found = _from_attr(f.attrs.get("format"))
+    if found != FORMAT:
+        f.close()
+        raise CheckpointError(f"{path}: not a dqn_nature checkpoint (format attribute {found!r})")
+    return f
+
+
+def read_arguments(path: str) -> dict:
+    """The stored run options of a checkpoint. Raises CheckpointError."""
+    try:
+        with _open(path) as f:
+            return {k: _from_attr(v) for k, v in f["arguments"].attrs.items()}
+    except CheckpointError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        raise CheckpointError(f"{path}: damaged checkpoint ({e})") from None
+
+
+def restore_checkpoint(path: str, trainer) -> bool:
+    """Put the run of checkpoint ``path`` into ``trainer`` (built with its arguments).
+
+    The replay memory is read in chunks straight into the table's arrays. Returns whether
+    it was in the checkpoint; if not, the memory refills as at the start of a run.
+
+    Raises:
+        CheckpointError: damaged, truncated or foreign file.
+    """
+    try:
+        with _open(path) as f:
+            has_replay = bool(f.attrs.get("has_replay", False))
+            trainer.set_state(_read(f["state"]), replay_restored=has_replay)
+            if has_replay:
+                t = trainer.agent.transitions
+                n = t.num_entries
+                for name in ("s", "a", "r", "t"):
+                    ds, array = f["replay"][name], getattr(t, name)
+                    if ds.shape[0] != n or ds.shape[1:] != array.shape[1:]:
+                        raise CheckpointError(f"{path}: replay memory {name} has shape {ds.shape}, expected "
+                                              f"({n},) + {array.shape[1:]}")
+                    for start in range(0, n, CHUNK_ROWS):
+                        sel = np.s_[start:min(n, start + CHUNK_ROWS)]
+                        ds.read_direct(array, source_sel=sel, dest_sel=sel)
+            return has_replay
+    except CheckpointError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: damaged checkpoint ({type(e).__name__}: {e})") from None
