@@ -158,6 +158,33 @@ class GifWriter:
         self.fh.write(b";")  # GIF trailer
 
 
+def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_image: int, size, names):
+    """Open the GIF, video and CSV outputs (each written under a temporary name, renamed when
+    ``stack`` closes without error). Returns (functions taking a uint8 (H, W, 3) frame, csv
+    writer or None). Raises OSError."""
+    sinks, rows = [], None
+    if gif_file:
+        fh = stack.enter_context(open(stack.enter_context(atomic_path(gif_file)), "wb"))
+        gif = GifWriter(fh, max(2, round(100 * per_image / FPS)))
+        stack.callback(gif.close)
+        sinks.append(gif.append)
+    if video:
+        import imageio_ffmpeg
+
+        container = VIDEO_CONTAINERS[os.path.splitext(video)[1].lower()]
+        writer = imageio_ffmpeg.write_frames(stack.enter_context(atomic_path(video)), size[::-1],
+                                             fps=FPS / per_image, macro_block_size=2,
+                                             output_params=["-f", container], ffmpeg_log_level="error")
+        writer.send(None)
+        stack.callback(writer.close)
+        sinks.append(writer.send)
+    if csv_file:
+        fh = stack.enter_context(open(stack.enter_context(atomic_path(csv_file)), "w", newline=""))
+        rows = csv.writer(fh)
+        rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
+    return sinks, rows
+
+
 def _action_name(action: int) -> str:
     from ale_py import Action
 
@@ -228,10 +255,8 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     n_net = state["fc2.weight"].shape[0]
     if n_net != len(actions):
         fail(f"{network}: its network has {n_net} actions but {game} has {len(actions)}")
-    container = None
     if video:
-        container = VIDEO_CONTAINERS.get(os.path.splitext(video)[1].lower())
-        if container is None:
+        if os.path.splitext(video)[1].lower() not in VIDEO_CONTAINERS:
             fail(f"--video {video}: use a .mp4, .mkv or .mov file")
         try:
             import imageio_ffmpeg  # noqa: F401
@@ -251,27 +276,9 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     per_image = actrep if frame_skip else 1  # emulator frames shown by one image
     results = []
     with contextlib.ExitStack() as stack:
-        sinks, rows = [], None
         try:
-            if gif_file:
-                fh = stack.enter_context(open(stack.enter_context(atomic_path(gif_file)), "wb"))
-                gif = GifWriter(fh, max(2, round(100 * per_image / FPS)))
-                stack.callback(gif.close)
-                sinks.append(gif.append)
-            if video:
-                import imageio_ffmpeg
-
-                height, width = env.screen.frames.shape[1:3]
-                writer = imageio_ffmpeg.write_frames(stack.enter_context(atomic_path(video)), (width, height),
-                                                     fps=FPS / per_image, macro_block_size=2,
-                                                     output_params=["-f", container], ffmpeg_log_level="error")
-                writer.send(None)
-                stack.callback(writer.close)
-                sinks.append(writer.send)
-            if csv_file:
-                fh = stack.enter_context(open(stack.enter_context(atomic_path(csv_file)), "w", newline=""))
-                rows = csv.writer(fh)
-                rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
+            sinks, rows = _open_outputs(stack, gif_file, video, csv_file, per_image, env.screen.frames.shape[1:3],
+                                        names)
         except OSError as e:
             fail(f"cannot open the output files: {e.strerror or e}")
         try:

@@ -38,7 +38,8 @@ def read_t7(path: str):
     """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii.
 
     Tables become dicts with ``str`` keys (lists when their keys are 1..n), strings
-    ``str``, tensors numpy arrays, other Torch classes ``torchfile.TorchObject``.
+    ``str``, numbers int when integral, tensors and storages numpy arrays (views of the
+    storage), other Torch classes ``TorchObject``.
 
     Raises:
         LegacyError: missing or unreadable file, or ``torchfile`` not installed for a binary one.
@@ -66,7 +67,7 @@ def read_t7(path: str):
 
 def _plain(obj, memo=None):
     """torchfile's byte strings, hashable dicts and TorchObjects as ``str``, ``dict`` and
-    ``_TorchObject``; an object shared in the file stays shared."""
+    ``TorchObject``; an object shared in the file stays shared."""
     memo = {} if memo is None else memo
     if isinstance(obj, bytes):
         return obj.decode("utf-8", "replace")
@@ -81,13 +82,13 @@ def _plain(obj, memo=None):
         out = memo[id(obj)] = []
         out.extend(_plain(v, memo) for v in obj)
     else:
-        out = memo[id(obj)] = _TorchObject(_plain(obj.torch_typename()), {})
+        out = memo[id(obj)] = TorchObject(_plain(obj.torch_typename()), {})
         out.fields = _plain(obj._obj, memo)
     return out
 
 
 @dataclasses.dataclass
-class _TorchObject:
+class TorchObject:
     """An instance of a Torch class other than tensors and storages (an ``nn`` module...)."""
 
     typename: str
@@ -159,7 +160,7 @@ class _AsciiReader:
         typename = self._chars() if version.startswith("V ") else version
         kind = re.fullmatch(r"torch\.(Cuda)?(\w*?)(Tensor|Storage)", typename)
         if not kind:
-            obj = self.objects[index] = _TorchObject(typename, {})
+            obj = self.objects[index] = TorchObject(typename, {})
             obj.fields = self.read_obj()
             return obj
         dtype = self._DTYPES[kind.group(2) or kind.group(1)]
@@ -199,13 +200,17 @@ def _number(x: float):
 
 def describe(obj) -> str:
     """A short description of a Torch7 object for error messages."""
-    if isinstance(obj, _TorchObject):
+    if obj is None:
+        return "nothing"
+    if isinstance(obj, TorchObject):
         return f"a {obj.typename}"
     if isinstance(obj, np.ndarray):
         return f"a tensor of shape {tuple(obj.shape)}"
     if isinstance(obj, dict):
         keys = sorted(map(str, obj))
-        return f"a table with keys {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''}" if keys else "an empty table"
+        if not keys:
+            return "an empty table"
+        return f"a table with keys {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''}"
     if isinstance(obj, list):
         return f"a list of {len(obj)} values"
     return f"a {type(obj).__name__} {obj!r:.40}"
@@ -227,7 +232,7 @@ def network_state(model, where: str) -> dict:
     Raises:
         LegacyError: other layers, other kernel/stride/padding, or shapes that do not fit.
     """
-    if not isinstance(model, _TorchObject) or model.typename != "nn.Sequential":
+    if not isinstance(model, TorchObject) or model.typename != "nn.Sequential":
         raise LegacyError(f"{where} is {describe(model)}, not the nn.Sequential of convnet_atari3")
     convs, linears = [], []
     for module in model.get("modules") or []:
@@ -249,15 +254,22 @@ def network_state(model, where: str) -> dict:
         if found != (k, k, s, s, p, p):
             raise LegacyError(f"{where}: convolution {key} has kernel {found[:2]}, stride {found[2:4]}, "
                               f"padding {found[4:]}; convnet_atari3 needs {k}, {s}, {p}")
-        weight = np.asarray(conv.get("weight"))
-        if conv.typename.endswith("CUDA"):
+        weight = _tensor(conv, "weight", where)
+        if conv.typename.endswith("CUDA") and weight.ndim == 4:
             weight = weight.transpose(3, 0, 1, 2)
-        elif weight.ndim == 2:
-            weight = weight.reshape(conv.get("nOutputPlane"), conv.get("nInputPlane"), k, k)
-        state[f"{key}.weight"], state[f"{key}.bias"] = weight, conv.get("bias")
+        elif weight.ndim == 2 and weight.shape[1] % (k * k) == 0:
+            weight = weight.reshape(len(weight), -1, k, k)
+        state[f"{key}.weight"], state[f"{key}.bias"] = weight, _tensor(conv, "bias", where)
     for key, linear in zip(("fc1", "fc2"), linears):
-        state[f"{key}.weight"], state[f"{key}.bias"] = linear.get("weight"), linear.get("bias")
+        state[f"{key}.weight"], state[f"{key}.bias"] = _tensor(linear, "weight", where), _tensor(linear, "bias", where)
     return _checked({k: torch.tensor(np.asarray(v, np.float32)) for k, v in state.items()}, where)
+
+
+def _tensor(module: TorchObject, field: str, where: str) -> np.ndarray:
+    value = module.get(field)
+    if not isinstance(value, np.ndarray):
+        raise LegacyError(f"{where}: its {module.typename} has {describe(value)} as {field}, not a tensor")
+    return value
 
 
 def _checked(state: dict, where: str) -> dict:
@@ -334,7 +346,7 @@ def load_snapshot(path: str, data=None) -> Snapshot:
             network that is not convnet_atari3.
     """
     data = read_t7(path) if data is None else data
-    if not isinstance(data, dict) or not isinstance(data.get("model"), _TorchObject):
+    if not isinstance(data, dict) or not isinstance(data.get("model"), TorchObject):
         raise LegacyError(f"{path}: not a DQN 3.0 snapshot (a table with model, best_model, "
                           f"reward_history, arguments...); found {describe(data)}")
     lua_args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
@@ -346,7 +358,7 @@ def load_snapshot(path: str, data=None) -> Snapshot:
     first = (learn_start // eval_freq + 1) * eval_freq
     history["step_history"] = [first + i * eval_freq for i in range(len(history["reward_history"]))]
     agent = data.get("agent")
-    steps = agent.get("numSteps") if isinstance(agent, _TorchObject) else None
+    steps = agent.get("numSteps") if isinstance(agent, TorchObject) else None
     if steps is None:
         steps = history["step_history"][-1] if history["step_history"] else 0
     best = data.get("best_model")

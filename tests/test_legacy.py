@@ -65,7 +65,10 @@ def stored(w, layout):
     out = dict(w)
     for name in ("conv1", "conv2", "conv3"):
         a = w[f"{name}.weight"]
-        out[f"{name}.weight"] = a.reshape(len(a), -1) if layout == "2d" else a.transpose(1, 2, 3, 0) if layout == "cuda" else a
+        if layout == "2d":
+            out[f"{name}.weight"] = a.reshape(len(a), -1)
+        elif layout == "cuda":
+            out[f"{name}.weight"] = a.transpose(1, 2, 3, 0)
     return out
 
 
@@ -118,8 +121,8 @@ def assert_bad_input(result, *fragments):
 def test_network_gives_the_stored_weights_q_values(tmp_path, weights, inputs, layout):
     raw = stored(weights, layout)
     path = tmp_path / "net.t7"
-    network = t7writer.dqn_network(weights, conv="nn.SpatialConvolutionMM" if layout == "2d" else "nn.SpatialConvolution",
-                                   weight_2d=layout == "2d", cuda=layout == "cuda")
+    conv = "nn.SpatialConvolutionMM" if layout == "2d" else "nn.SpatialConvolution"
+    network = t7writer.dqn_network(weights, conv=conv, weight_2d=layout == "2d", cuda=layout == "cuda")
     t7writer.save(path, snapshot(network))
     expected = direct_q(raw, inputs, layout)
     assert torch.allclose(q_of(load_t7_network(str(path)), inputs), expected, atol=1e-5)
@@ -204,6 +207,16 @@ def test_dqn_train_starts_from_a_t7_network(snapshot_path, weights):
         np.testing.assert_array_equal(trainer.agent.target_network.state_dict()[key].cpu().numpy(), value)
 
 
+def test_dqn_train_refuses_a_bad_t7(tmp_path, weights):
+    from dqn_nature.cli import train
+
+    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(random_weights(n_actions=4))))
+    args = ["--game", "pong", "--gpu", "-1", "--replay-memory", "2000", "--learn-start", "600", "--verbose", "0"]
+    assert_bad_input(run(train, *args, "-network", tmp_path / "s.t7"), "does not fit pong with 6 actions")
+    (tmp_path / "junk.t7").write_bytes(b"\x07\x00\x00\x00")
+    assert_bad_input(run(train, *args, "--network", tmp_path / "junk.t7"), "not a readable Torch7 file")
+
+
 def test_not_a_snapshot(tmp_path):
     t7writer.save(tmp_path / "table.t7", {"foo": 1, "bar": t7writer.Tensor(np.zeros(3))})
     assert_bad_input(run(convert_main, tmp_path / "table.t7", tmp_path / "x.h5"),
@@ -227,7 +240,8 @@ def test_other_networks_are_refused(tmp_path, weights):
 
 
 def test_action_count_must_match_the_game(tmp_path, weights):
-    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments={**ARGUMENTS, "env": "breakout"}))
+    breakout = {**ARGUMENTS, "env": "breakout"}
+    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments=breakout))
     assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), "6 actions", "breakout has 4")
     result = run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5", "--game", "pong")  # --game overrides env
     assert result.exit_code == 0 and load_history(str(tmp_path / "x.h5")).game == "pong"

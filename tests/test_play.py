@@ -2,6 +2,7 @@
 ``.t7`` snapshot, the GIF (every emulator frame, exactly), the CSV, and bad input."""
 import csv
 import re
+import sys
 
 import imageio.v3 as iio
 import numpy as np
@@ -121,7 +122,7 @@ def assert_bad_input(result, *fragments):
         assert fragment in line, line
 
 
-def test_bad_input(tmp_path, networks):
+def test_bad_input(tmp_path, networks, monkeypatch):
     h5, t7 = networks
     assert_bad_input(dqn_test("--game", "breakout", "--network", h5), "6 actions", "breakout has 4")
     assert_bad_input(dqn_test("-env", "breakout", "-network", t7), "6 actions", "breakout has 4")
@@ -134,4 +135,7 @@ def test_bad_input(tmp_path, networks):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", tmp_path), "it is a folder")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.avi"), ".mp4")
     assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.mp4"),
+                     "pip install imageio-ffmpeg")
     assert not list(tmp_path.glob(".*tmp*"))
