@@ -78,9 +78,10 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
 @click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
 @click.argument("source", metavar="OLD.t7")
 @click.argument("target", metavar="NEW.h5")
-@click.option("--game", "-game", "-env", "game", help="ROM id; needed for a .params.t7 (or use --n-actions), "
-              "overrides a snapshot's env")
-@click.option("--n-actions", "-n_actions", "n_actions", type=click.IntRange(1), help="action count of a .params.t7")
+@click.option("--game", "-game", "-env", "game", help="ROM id: the game of a .params.t7 (its action count is "
+              "checked), or instead of a snapshot's env")
+@click.option("--n-actions", "-n_actions", "n_actions", type=click.IntRange(1),
+              help="expected action count of a .params.t7 (else inferred from its length)")
 @click.option("--cuda-conv", "-cuda_conv", "cuda_conv", is_flag=True,
               help="the .params.t7 comes from DeepMind's GPU network (SpatialConvolutionCUDA weight order)")
 def main(source, target, game, n_actions, cuda_conv):
