@@ -1,0 +1,225 @@
+"""``dqn-train`` end to end on the real emulator: the history file, the original run_gpu
+argument string, repeatability, and one clear line on bad input."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+from ale_py import roms
+from click.testing import CliRunner
+
+from dqn_nature import __version__, load_history
+from dqn_nature.cli import train
+from dqn_nature.config import Config, resolve
+from dqn_nature.network import convnet_atari3
+
+DQN_TRAIN = shutil.which("dqn-train")
+# One torch thread: on a shared 2-core machine two threads cost three times the CPU time.
+CPU = ["--gpu", "-1", "--threads", "1"]
+# A small prefetch buffer and validation set let learning start at step 100 (learn_start >= bufferSize).
+SHORT = ["--game", "pong", *CPU, "--replay-memory", "2000", "--buffer-size", "64", "--valid-size", "50",
+         "--learn-start", "100", "--verbose", "0"]
+EVALUATION_LINE = re.compile(r"^Steps: \d+ \(frames: \d+\), reward: ", re.MULTILINE)
+HISTORY_DTYPES = {
+    "reward_history": np.float64, "reward_counts": np.int64, "episode_counts": np.int64,
+    "v_history": np.float64, "td_history": np.float64, "qmax_history": np.float64,
+    "step_history": np.int64, "time_history": np.float64,
+}
+PONG_PARAMS = {k: tuple(v.shape) for k, v in convnet_atari3(6).state_dict().items()}
+
+
+def dqn_train(cwd, *args):
+    assert DQN_TRAIN, "the dqn-train console script is not installed"
+    return subprocess.run([DQN_TRAIN, *map(str, args)], check=False, cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+def files_under(folder):
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*"))
+
+
+def weights(path):
+    with h5py.File(path) as f:
+        return {k: v[()] for k, v in f["model"].items()}
+
+
+# -- a short Pong run with one evaluation and one save ---------------------------------
+
+PONG_RUN = ["--game", "pong", *CPU, "--steps", 1000, "--replay-memory", 3000, "--learn-start", 600,
+            "--eval-freq", 1000, "--eval-steps", 200, "--save-freq", 1000, "--prog-freq", 500,
+            "--name", "out/pong", "--verbose", 1, "--save-network-params"]
+
+
+@pytest.fixture(scope="module")
+def pong_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("pong")
+    result = dqn_train(cwd, *PONG_RUN)
+    assert result.returncode == 0, result.stderr
+    return cwd, result
+
+
+def test_pong_run_output(pong_run):
+    cwd, result = pong_run
+    assert result.stderr == ""
+    assert len(EVALUATION_LINE.findall(result.stdout)) == 1
+    assert "Steps: 1000 (frames: 4000), reward: " in result.stdout
+    assert result.stdout.count("Saved: out/pong.h5") == 1
+    assert "  learn_start = 600" in result.stdout  # the resolved arguments are printed
+    assert {p for p in files_under(cwd / "out") if p.endswith(".h5")} == {"pong.h5", "pong.params.h5"}
+
+
+def test_pong_history_layout(pong_run):
+    cwd, _ = pong_run
+    with h5py.File(cwd / "out/pong.h5") as f:
+        assert set(f) == {"history", "model", "best_model", "arguments"}
+        attrs = dict(f.attrs)
+        assert set(attrs) == {"format", "format_version", "game", "steps", "frames", "package_version"}
+        assert (attrs["format"], attrs["format_version"], attrs["game"]) == ("dqn_nature.history", 1, "pong")
+        assert (attrs["steps"], attrs["frames"], attrs["package_version"]) == (1000, 4000, __version__)
+        assert set(f["history"]) == set(HISTORY_DTYPES)
+        for key, dtype in HISTORY_DTYPES.items():
+            data = f["history"][key]
+            assert data.dtype == dtype, key
+            assert data.shape == ((2,) if key == "time_history" else (1,)), key
+        for group in ("model", "best_model"):
+            assert {k: v.shape for k, v in f[group].items()} == PONG_PARAMS
+            assert all(v.dtype == np.float32 and not v.attrs for v in f[group].values())
+            assert not f[group].attrs
+        assert not f["arguments"].keys()  # options are attributes, nothing else is stored
+        assert set(f["arguments"].attrs) == {field.name for field in Config.__dataclass_fields__.values()}
+
+
+def test_pong_history_values(pong_run):
+    cwd, _ = pong_run
+    h = load_history(str(cwd / "out/pong.h5"))
+    assert (h.game, h.steps, h.frames, h.package_version) == ("pong", 1000, 4000, __version__)
+    np.testing.assert_array_equal(h.step_history, [1000])
+    np.testing.assert_array_equal(h.qmax_history, [1.0])
+    assert h.time_history[0] == 0 and h.time_history[1] > 0
+    assert np.isfinite(h.v_history).all() and h.td_history[0] > 0
+    assert h.episode_counts[0] >= 0 and h.reward_counts[0] >= 0 and -21 <= h.reward_history[0] <= 21
+    # Stored arguments are exactly the resolved options.
+    explicit = dict(game="pong", gpu=-1, threads=1, steps=1000, replay_memory=3000, learn_start=600,
+                    eval_freq=1000, eval_steps=200, save_freq=1000, prog_freq=500, name="out/pong",
+                    verbose=1, save_network_params=True)
+    assert h.arguments == resolve(explicit).as_dict()
+    # The only evaluation was at the last step: the best network is the final one.
+    model, best = h.state_dict("model"), h.state_dict("best_model")
+    assert all(np.array_equal(model[k], best[k]) for k in PONG_PARAMS)
+
+
+def test_pong_network_params(pong_run):
+    cwd, _ = pong_run
+    model = load_history(str(cwd / "out/pong.h5")).state_dict("model")
+    with h5py.File(cwd / "out/pong.params.h5") as f:
+        (flat,) = f.values()
+        assert flat.shape == (1_687_206,) and flat.dtype == np.float32
+        expected = np.concatenate([model[k].numpy().ravel() for k in PONG_PARAMS])  # parameter order
+        np.testing.assert_array_equal(flat[()], expected)
+
+
+def test_save_versions_and_no_best_model_before_evaluation(tmp_path):
+    # No step is past learn_start: no evaluation, two saves, numbered by step // save_versions.
+    result = dqn_train(tmp_path, *SHORT, "--steps", 100, "--eval-freq", 100, "--save-freq", 50,
+                       "--save-versions", 50, "--name", "v")
+    assert result.returncode == 0, result.stderr
+    h5 = [p for p in files_under(tmp_path) if p.endswith(".h5")]
+    assert h5 == ["v_1.h5", "v_2.h5"]
+    for path, steps in (("v_1.h5", 50), ("v_2.h5", 100)):
+        h = load_history(str(tmp_path / path))
+        assert (h.steps, h.frames) == (steps, 4 * steps)
+        assert h.step_history.size == 0 and list(h.time_history) == [0.0]
+        with h5py.File(tmp_path / path) as f:
+            assert "model" in f and "best_model" not in f
+
+
+# -- the original run_gpu argument string, verbatim ------------------------------------
+
+RUN_GPU_ARGS = (
+    '-framework alewrap -game_path roms/ -name DQN3_0_1_pong_FULL_Y -env pong -env_params useRGB=true '
+    '-agent NeuralQLearner -agent_params lr=0.00025,ep=1,ep_end=0.1,ep_endt=1000000,discount=0.99,hist_len=4,'
+    'learn_start=600,replay_memory=2000,update_freq=4,n_replay=1,network="convnet_atari3",'
+    'preproc="net_downsample_2x_full_y",state_dim=7056,minibatch_size=32,rescale_r=1,ncols=1,bufferSize=512,'
+    'valid_size=500,target_q=10000,clip_delta=1,min_reward=-1,max_reward=1 -steps 700 -eval_freq 650 '
+    '-eval_steps 50 -prog_freq 350 -save_freq 700 -actrep 4 -gpu 0 -random_starts 30 '
+    '-pool_frms type="max",size=2 -seed 1 -threads 4')
+
+
+def test_run_gpu_arguments_verbatim(tmp_path):
+    (tmp_path / "roms").mkdir()
+    shutil.copy(roms.get_rom_path("pong"), tmp_path / "roms" / "pong.bin")
+    # As the shell passes them: quotes removed (type="max" arrives as type=max).
+    result = dqn_train(tmp_path, *RUN_GPU_ARGS.replace('"', "").split())
+    assert result.returncode == 0, result.stderr
+    if torch.cuda.is_available():
+        assert result.stderr == "" and "Device: cuda:0" in result.stdout
+    else:  # --gpu 0 without CUDA: one warning, then the CPU
+        assert len(result.stderr.splitlines()) == 1 and "CUDA" in result.stderr
+        assert "Device: cpu" in result.stdout
+    assert len(EVALUATION_LINE.findall(result.stdout)) == 1
+    h = load_history(str(tmp_path / "DQN3_0_1_pong_FULL_Y.h5"))
+    a = h.arguments
+    assert (a["game"], a["game_path"], a["learn_start"], a["replay_memory"]) == ("pong", "roms/", 600, 2000)
+    assert (a["pool_type"], a["pool_size"], a["eval_freq"], a["eval_steps"], a["prog_freq"]) == ("max", 2, 650, 50, 350)
+    assert (a["gpu"], a["threads"], a["actrep"], a["random_starts"], a["rescale_r"]) == (0, 4, 4, 30, True)
+    assert (h.steps, list(h.step_history)) == (700, [650])
+
+
+# -- repeatability ---------------------------------------------------------------------
+
+def test_same_seed_same_history_other_seed_differs(tmp_path):
+    args = [*SHORT, "--steps", 200, "--eval-freq", 200, "--eval-steps", 50, "--save-freq", 200]
+    runs = {name: subprocess.Popen([DQN_TRAIN, *map(str, args), "--seed", seed, "--name", name], cwd=tmp_path,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for name, seed in (("a", "1"), ("b", "1"), ("c", "2"))}
+    for run in runs.values():
+        assert run.wait(timeout=600) == 0, run.stderr.read()
+    a, b, c = (load_history(str(tmp_path / f"{name}.h5")) for name in "abc")
+    for key in ("reward_history", "reward_counts", "episode_counts", "v_history", "td_history", "step_history"):
+        np.testing.assert_array_equal(getattr(a, key), getattr(b, key), err_msg=key)
+    wa, wb, wc = (weights(tmp_path / f"{name}.h5") for name in "abc")
+    assert all(np.array_equal(wa[k], wb[k]) for k in PONG_PARAMS)
+    assert not any(np.array_equal(wa[k], wc[k]) for k in PONG_PARAMS if k.endswith("weight"))
+    assert a.v_history[0] != c.v_history[0]
+
+
+# -- bad input: one line on stderr, exit status 2, no file written ----------------------
+
+BAD_INPUTS = [
+    (["--game", "pongg"], r"pongg.*\bpong\b"),  # close ROM ids are suggested
+    (["--game-path", "emptyroms"], "emptyroms"),
+    (["--agent-params", "lr=0.1,,ep=1"], "lr=0.1,,ep=1"),
+    (["--pool-frms", "type=max,size"], "size"),
+    (["--agent-params", "lr=0.1,lrate=2"], "lrate"),
+    (["--steps", "0"], "steps"),
+    (["--actrep", "0"], "actrep"),
+    (["--eval-freq", "0"], "eval_freq"),
+    (["--save-freq", "-1"], "save_freq"),
+    (["--minibatch-size", "64"], "minibatch_size"),  # = bufferSize
+    (["--replay-memory", "100000000000"], "replay memory"),
+    (["--name", "/proc/x/run"], "/proc/x"),
+    (["--name", "/sys/run"], "/sys"),
+]
+
+
+@pytest.mark.parametrize("args, named", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input(tmp_path, monkeypatch, args, named):
+    # In-process (the console script's start-up costs seconds); test_bad_input_console_script runs one for real.
+    (tmp_path / "emptyroms").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "1000", "--name", "out/run", *args])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "error" in lines[0] and re.search(named, lines[0]), result.stderr
+    assert files_under(tmp_path) == ["emptyroms"]
+
+
+def test_bad_input_console_script(tmp_path):
+    result = dqn_train(tmp_path, *SHORT, "--game", "space_invader")
+    assert result.returncode == 2
+    assert result.stderr.startswith("dqn-train: error: ") and "space_invaders" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and files_under(tmp_path) == []
