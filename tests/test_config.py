@@ -93,7 +93,8 @@ def test_precedence(tmp_path):
 def test_defaults_are_run_gpu():
     defaults = resolve({"game": "pong"})
     assert resolve({"game": "pong"}, agent_params=RUN_GPU_AGENT_PARAMS) == defaults
-    assert resolve({"game": "pong"}, str(ARGS / "run_gpu.toml"), RUN_GPU_AGENT_PARAMS, 'type="max",size=2') == defaults
+    assert resolve({"game": "pong"}, str(ARGS / "run_gpu.toml")) == defaults
+    assert resolve({"game": "pong"}, pool_frms='type="max",size=2') == defaults
     assert (defaults.actrep, defaults.random_starts, defaults.steps, defaults.eval_freq, defaults.eval_steps,
             defaults.prog_freq, defaults.save_freq, defaults.seed, defaults.threads, defaults.gpu) == (
         4, 30, 50_000_000, 250_000, 125_000, 10_000, 125_000, 1, 4, 0)
