@@ -24,7 +24,7 @@ setup(
     extras_require={
         "test": ["pytest>=7", "opencv-python-headless>=4.8", "torchfile>=0.1"],
         "legacy": ["torchfile>=0.1"],
-        "ray": ["ray>=2.9"],
+        "ray": ["ray[client]>=2.9"],
         "tensorboard": ["tensorboard>=2.12"],
     },
     entry_points={"console_scripts": [

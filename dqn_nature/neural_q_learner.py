@@ -156,7 +156,7 @@ class NeuralQLearner:
         self.transitions.add_recent_state(state, terminal)
         if self.last_state is not None and not testing:
             self.transitions.add(self.last_state, self.last_action, reward, self.last_terminal)
-        if self.num_steps == self.learn_start + 1 and not testing:
+        if self.num_steps == self.learn_start + self.replay_restart + 1 and not testing and self.valid is None:
             self.sample_validation_data()
         action = 0
         if not terminal:
@@ -273,8 +273,8 @@ class NeuralQLearner:
         self.replay_restart = self.replay_restart or 0
         self.rng.bit_generator.state = json.loads(state["rng"])
         self.last_state = state.get("last_state")
-        self.network.load_state_dict(state["network"])
-        self.target_network.load_state_dict(state["target_network"])
+        self.network.load_state_dict({k: torch.as_tensor(v) for k, v in state["network"].items()})
+        self.target_network.load_state_dict({k: torch.as_tensor(v) for k, v in state["target_network"].items()})
         for i, p in enumerate(self.network.parameters()):
             buffers = state["optimizer"].get(str(i))
             if buffers:
