@@ -28,7 +28,7 @@ setup(
         "tensorboard": ["tensorboard>=2.12"],
     },
     entry_points={"console_scripts": [
-        "dqn-train=dqn_nature.cli:train",
+        "dqn-train=dqn_nature.cli:main",
         "dqn-test=dqn_nature.test_agent:main",
         "dqn-convert=dqn_nature.convert:main",
         "dqn-plot=dqn_nature.plot:main",

@@ -232,3 +232,15 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         progress.close()
         fail(f"cannot write output ({e}); the files written before are intact", code=1)
     progress.close()
+
+
+def main(args=None) -> None:
+    """Console entry point of ``dqn-train``: click's usage errors become one line, exit 2."""
+    try:
+        train.main(args=args, standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        fail(e.format_message())
+    except click.Abort:
+        sys.exit(130)
