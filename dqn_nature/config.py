@@ -330,7 +330,7 @@ def validate(c: Config) -> None:
 
 def replay_bytes(c: Config) -> int:
     """Bytes the replay memory takes when full: frame, action, reward and flag per transition."""
-    return c.replay_memory * (c.state_dim + 8 + 4 + 1)
+    return c.replay_memory * (c.state_dim + 1 + 4 + 1)
 
 
 def available_memory() -> int | None:

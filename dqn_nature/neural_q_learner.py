@@ -108,8 +108,9 @@ class NeuralQLearner:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
         channels-last tensor on the device."""
         x = torch.from_numpy(np.ascontiguousarray(frames)).to(self.device)
-        x = x.float().div_(255) if x.dtype == torch.uint8 else x.float()
-        return x.reshape(len(x), -1, 84, 84).contiguous(memory_format=torch.channels_last)
+        # Reordered while still uint8: a quarter of the bytes, and one float copy, not two.
+        x = x.reshape(len(x), -1, 84, 84).contiguous(memory_format=torch.channels_last)
+        return x.float().div_(255) if x.dtype == torch.uint8 else x.float()
 
     def greedy(self, state: np.ndarray) -> int:
         """Argmax of Q(state, .) with uniform random tie-breaking (``greedy``).
@@ -210,8 +211,10 @@ class NeuralQLearner:
         (summed, not averaged) applied by ``DeepMindRMSProp`` at the annealed learning rate."""
         s, a, r, s2, term = self.transitions.sample(self.minibatch_size)
         targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
-        self.optimizer.zero_grad(set_to_none=False)
-        q_all.backward(targets)
+        self.optimizer.zero_grad()
+        # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
+        # imports sympy (75 MB resident) to check the gradient's shape.
+        (q_all * targets).sum().backward()
         self.lr = self.learning_rate()
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr

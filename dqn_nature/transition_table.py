@@ -36,7 +36,9 @@ class TransitionTable:
         buffer_size: prefetched samples served by ``sample`` (``bufferSize``).
         rng: ``numpy.random.Generator`` shared with the agent (the Lua's global RNG).
 
-    Memory: ``max_size * (state_dim + 14)`` bytes, allocated lazily by the OS.
+    Memory: ``max_size * (state_dim + 6)`` bytes (frame, action index as uint8, reward,
+    flag), allocated lazily by the OS; plus two prefetch buffers of
+    ``buffer_size * hist_len * state_dim`` bytes.
     """
 
     def __init__(self, state_dim: int, num_actions: int, hist_len: int = 4,
@@ -45,7 +47,7 @@ class TransitionTable:
         self.max_size, self.buffer_size = max_size, buffer_size
         self.rng = rng if rng is not None else np.random.default_rng()
         self.s = np.zeros((max_size, state_dim), np.uint8)
-        self.a = np.zeros(max_size, np.int64)
+        self.a = np.zeros(max_size, np.uint8)  # action indices (at most 18 actions)
         self.r = np.zeros(max_size, np.float32)
         self.t = np.zeros(max_size, np.bool_)
         self.num_entries = 0
@@ -55,7 +57,7 @@ class TransitionTable:
         self.recent_t = np.ones(hist_len, np.bool_)
         self.recent_a = np.zeros(hist_len, np.int64)
         self.buf_s = np.zeros((buffer_size, hist_len, state_dim), np.uint8)
-        self.buf_s2 = np.zeros_like(self.buf_s)
+        self.buf_s2 = np.zeros(self.buf_s.shape, np.uint8)  # zeros_like would touch its pages now
         self.buf_a = np.zeros(buffer_size, np.int64)
         self.buf_r = np.zeros(buffer_size, np.float32)
         self.buf_term = np.zeros(buffer_size, np.float32)
@@ -173,10 +175,13 @@ class TransitionTable:
         idx = self.sample_indices(self.buffer_size)
         h = self.hist_len
         window = idx[:, None] + np.arange(h + 1)
-        frames = self.s[window]  # (B, h + 1, state_dim): s and s2 overlap
         flags = self.t[window]
-        self.buf_s[:] = _zero_older_episodes(frames[:, :h].copy(), flags[:, :h - 1])
-        self.buf_s2[:] = _zero_older_episodes(frames[:, 1:], flags[:, 1:h])
+        # Gathered straight into the buffers: no temporaries of tens of MB. The indices are
+        # valid; mode="clip" only spares np.take the buffering that "raise" does with out=.
+        np.take(self.s, window[:, :h], axis=0, out=self.buf_s, mode="clip")
+        np.take(self.s, window[:, 1:], axis=0, out=self.buf_s2, mode="clip")
+        _zero_older_episodes(self.buf_s, flags[:, :h - 1])
+        _zero_older_episodes(self.buf_s2, flags[:, 1:h])
         self.buf_a[:] = self.a[idx + h - 1]
         self.buf_r[:] = self.r[idx + h - 1]
         self.buf_term[:] = flags[:, h]
