@@ -17,7 +17,7 @@ import torch
 
 from . import __version__
 from .files import atomic_path
-from .history import _attr, _from_attr
+from .history import WRITE_OPTIONS, _attr, _from_attr
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -36,7 +36,7 @@ def _write(group: h5py.Group, values: dict) -> None:
             _write(group.create_group(key), value)
         elif isinstance(value, (np.ndarray, torch.Tensor)):
             data = value.detach().cpu().contiguous().numpy() if isinstance(value, torch.Tensor) else value
-            group.create_dataset(key, data=data)
+            group.create_dataset(key, data=data, fletcher32=data.ndim > 0)  # scalars have no checksum
         else:
             group.attrs[key] = _attr(value)
 
@@ -60,7 +60,7 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
         OSError: the file cannot be written (a previous checkpoint stays intact).
     """
     c = trainer.config
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
         f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=c.game, step=trainer.step,
                        package_version=__version__, has_replay=bool(replay))
         args = f.create_group("arguments")
@@ -76,7 +76,7 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
                 ds = group.create_dataset(name, shape=(t.num_entries,) + array.shape[1:], dtype=array.dtype,
                                           chunks=chunks if t.num_entries else None,
                                           compression="gzip" if compress else None,
-                                          compression_opts=1 if compress else None)
+                                          compression_opts=1 if compress else None, fletcher32=True)
                 for start in range(0, t.num_entries, CHUNK_ROWS):
                     stop = min(t.num_entries, start + CHUNK_ROWS)
                     ds[start:stop] = array[start:stop]

@@ -230,7 +230,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
                 sys.exit(128 + stop.signum)
     except OSError as e:
         progress.close()
-        fail(f"cannot write output ({e}); the files written before are intact", code=1)
+        reason = os.strerror(e.errno) if e.errno else " ".join(str(e).split())  # h5py's messages span lines
+        fail(f"cannot write output for --name {config.name!r}: {reason}; the files written before are intact",
+             code=1)
     progress.close()
 
 

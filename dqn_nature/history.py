@@ -19,6 +19,10 @@ from .files import atomic_path
 FORMAT = "dqn_nature.history"
 FORMAT_VERSION = 1
 PARAMS_FORMAT = "dqn_nature.params"
+# h5py.File options for writing. Files carry HDF5 checksums, of the metadata (the 1.10 file format)
+# and of every dataset (Fletcher-32), so a damaged file fails to load instead of giving wrong numbers.
+# No chunk cache: a full disk then fails the write itself, not h5py's clean-up, which can crash.
+WRITE_OPTIONS = dict(libver="v110", rdcc_nbytes=0)
 # Evaluation histories and their dtypes; time_history has one more entry (it starts at 0).
 HISTORY_FIELDS = {
     "reward_history": np.float64, "reward_counts": np.int64, "episode_counts": np.int64,
@@ -59,17 +63,17 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
     Raises:
         OSError: the file cannot be written (the previous file is left intact).
     """
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
         f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=game, steps=int(steps),
                        frames=int(frames), package_version=package_version)
         group = f.create_group("history")
         for key, dtype in HISTORY_FIELDS.items():
-            group.create_dataset(key, data=np.asarray(history[key], dtype=dtype).reshape(-1))
+            group.create_dataset(key, data=np.asarray(history[key], dtype=dtype).reshape(-1), fletcher32=True)
         for name, state in (("model", model), ("best_model", best_model)):
             if state is not None:
                 g = f.create_group(name)
                 for key, tensor in state.items():
-                    g.create_dataset(key, data=tensor.detach().cpu().float().numpy())
+                    g.create_dataset(key, data=tensor.detach().cpu().float().numpy(), fletcher32=True)
         args = f.create_group("arguments")
         for key, value in arguments.items():
             args.attrs[key] = _attr(value)
@@ -78,9 +82,9 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
 def save_network_params(path: str, network: torch.nn.Module) -> None:
     """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically."""
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
         f.attrs["format"] = PARAMS_FORMAT
-        f.create_dataset("network", data=flat)
+        f.create_dataset("network", data=flat, fletcher32=True)
 
 
 @dataclasses.dataclass
@@ -176,6 +180,9 @@ def load_history(path: str) -> History:
             if missing:
                 raise HistoryError(f"{path}: history is missing {', '.join(missing)}")
             arrays = {k: f["history"][k][()] for k in HISTORY_FIELDS}
+            for group in ("model", "best_model"):  # read to verify their checksums: damage shows here
+                for dataset in f.get(group, {}).values():
+                    dataset[()]
             arguments = {k: _from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f else {}
     except HistoryError:
         raise

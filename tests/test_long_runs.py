@@ -1,0 +1,315 @@
+"""Long runs survive (issue 5): checkpoints and ``--resume``, SIGKILL at random moments and
+during saves, SIGINT and SIGTERM, damaged files and a full disk, with real ``dqn-train``
+processes and real signals on the real emulator."""
+import glob
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from dqn_nature import load_history
+from dqn_nature.checkpoint import read_arguments
+from dqn_nature.history import HistoryError
+
+DQN_TRAIN = shutil.which("dqn-train")
+# One torch thread, tiny memories and minibatches: a step costs little and learning starts at step 100.
+TINY = ["--game", "pong", "--gpu", -1, "--threads", 1, "--verbose", 0, "--replay-memory", 2000,
+        "--buffer-size", 64, "--valid-size", 50, "--learn-start", 100, "--minibatch-size", 8,
+        "--update-freq", 2, "--target-q", 150, "--eval-steps", 100]
+# Saves and checkpoints every 100 steps, evaluations at 200 and 300; the replay memory in the checkpoints.
+EXACT = [*TINY, "--steps", 300, "--eval-freq", 100, "--save-freq", 100, "--checkpoint-replay", "--name", "run"]
+# Saves and checkpoints (without the replay memory) every 100 steps, and no end in sight.
+ENDLESS = [*TINY, "--steps", 100_000, "--eval-freq", 300, "--save-freq", 100, "--checkpoint-freq", 100,
+           "--name", "run"]
+
+
+def start(cwd, *args):
+    assert DQN_TRAIN, "the dqn-train console script is not installed"
+    return subprocess.Popen([DQN_TRAIN, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc, timeout=300):
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def dqn_train(cwd, *args):
+    return finish(start(cwd, *args))
+
+
+def wait_for(proc, condition, timeout=120):
+    """Poll ``condition()`` every 2 ms while ``proc`` runs; fail if it never holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, finish(proc).stderr
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+def temporaries(folder):
+    return glob.glob(os.path.join(folder, ".*.tmp*"))
+
+
+def inode(path):
+    """Each atomic rewrite of ``path`` gives it a new inode; None while it does not exist."""
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def checkpoint_step(path):
+    with h5py.File(path) as f:
+        return int(f.attrs["step"])
+
+
+def read_everything(path):
+    """Every attribute and dataset of an HDF5 file: a damaged one raises here."""
+    values = {}
+    with h5py.File(path) as f:
+        values.update(f.attrs)
+        f.visititems(lambda name, item: values.update(
+            {name: item[()] if isinstance(item, h5py.Dataset) else dict(item.attrs)}))
+    return values
+
+
+def check_loadable(folder):
+    """Every file under a real name loads in full; returns the names."""
+    names = sorted(p.name for p in Path(folder).iterdir() if not p.name.startswith("."))
+    for name in names:
+        path = os.path.join(folder, name)
+        if name.endswith(".h5"):
+            history = load_history(path)
+            history.load_network("model")
+        elif name.endswith(".ckpt"):
+            assert read_arguments(path)["game"] == "pong"
+        read_everything(path)
+    return names
+
+
+def outcome(path):
+    """What a run produced: every history but time_history (which holds wall-clock times),
+    and the model and best model weights."""
+    with h5py.File(path) as f:
+        return {name: f[name][()] for group in ("history", "model", "best_model") for name in
+                (f"{group}/{k}" for k in f[group]) if name != "history/time_history"}
+
+
+def assert_same_outcome(path, expected):
+    got, want = outcome(path), outcome(expected)
+    assert sorted(got) == sorted(want)
+    for name in want:  # bit for bit; NaN equals NaN
+        assert got[name].dtype == want[name].dtype and got[name].tobytes() == want[name].tobytes(), name
+
+
+def one_line(text):
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+# -- resume equality -----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three runs side by side: uninterrupted; stopped at its step-200 checkpoint (--steps 200);
+    interrupted by SIGINT right after its step-200 checkpoint (its second)."""
+    folders = {k: tmp_path_factory.mktemp(k) for k in ("straight", "stopped", "interrupted")}
+    procs = {"straight": start(folders["straight"], *EXACT),
+             "stopped": start(folders["stopped"], *EXACT, "--steps", 200),
+             "interrupted": start(folders["interrupted"], *EXACT)}
+    interrupted = procs["interrupted"]
+    wait_for(interrupted, lambda: os.path.exists(folders["interrupted"] / "run.ckpt"))
+    first = inode(folders["interrupted"] / "run.ckpt")
+    wait_for(interrupted, lambda: inode(folders["interrupted"] / "run.ckpt") != first)
+    interrupted.send_signal(signal.SIGINT)
+    results = {k: finish(p) for k, p in procs.items()}
+    return folders, results
+
+
+def test_sigint_stops_after_the_current_step(runs):
+    folders, results = runs
+    result, folder = results["interrupted"], folders["interrupted"]
+    assert result.returncode == 130, result.stderr
+    step = checkpoint_step(folder / "run.ckpt")
+    assert 200 <= step < 300
+    assert load_history(str(folder / "run.h5")).steps == step
+    line = one_line(result.stderr)
+    assert line.startswith(f"Stopped by SIGINT at step {step}: history run.h5, checkpoint run.ckpt")
+    assert line.endswith("Resume with: dqn-train --resume run.ckpt")
+    assert check_loadable(folder) == ["run.ckpt", "run.h5"] and not temporaries(folder)
+
+
+def test_resume_equals_the_uninterrupted_run(runs):
+    folders, results = runs
+    assert all(r.returncode in (0, 130) for r in results.values()), [r.stderr for r in results.values()]
+    assert checkpoint_step(folders["stopped"] / "run.ckpt") == 200
+    # Resumed side by side: the run name, or the .ckpt path; --steps and output options may change.
+    procs = {"stopped": start(folders["stopped"], "--resume", "run", "--steps", 300, "--verbose", 0,
+                              "--threads", 1, "--game", "pong"),
+             "interrupted": start(folders["interrupted"], "--resume", "run.ckpt")}
+    step = checkpoint_step(folders["interrupted"] / "run.ckpt")
+    for key, at in (("stopped", 200), ("interrupted", step)):
+        result = finish(procs[key])
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"Resumed run.ckpt at step {at}; replay memory restored")
+        assert load_history(str(folders[key] / "run.h5")).steps == 300
+        assert_same_outcome(folders[key] / "run.h5", folders["straight"] / "run.h5")
+    np.testing.assert_array_equal(load_history(str(folders["straight"] / "run.h5")).step_history, [200, 300])
+
+
+# -- SIGKILL at random moments ---------------------------------------------------------
+
+def test_sigkill_at_random_moments_and_during_saves(tmp_path):
+    rng = random.Random(5)
+    previous, last, killed_in_save = 0, None, 0
+    for attempt, moment in enumerate(("random", "save", "random", "save")):
+        proc = start(tmp_path, *(ENDLESS if attempt == 0 else ["--resume", "run"]))
+        # A new checkpoint shows that this process restored the last one and went on.
+        wait_for(proc, lambda: inode(tmp_path / "run.ckpt") not in (None, last))
+        before = set(temporaries(tmp_path))
+        if moment == "random":
+            time.sleep(rng.uniform(0, 1.5))
+        else:
+            wait_for(proc, lambda: set(temporaries(tmp_path)) - before)
+        proc.kill()
+        finish(proc)
+        killed_in_save += bool(set(temporaries(tmp_path)) - before)
+        assert check_loadable(tmp_path) == ["run.ckpt", "run.h5"]
+        step = checkpoint_step(tmp_path / "run.ckpt")
+        assert step >= previous + 100 and step % 100 == 0
+        assert load_history(str(tmp_path / "run.h5")).steps in (step, step + 100)
+        previous, last = step, inode(tmp_path / "run.ckpt")
+    assert killed_in_save >= 1  # at least one kill hit a file being written
+    result = dqn_train(tmp_path, "--resume", "run", "--steps", previous + 100)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"Resumed run.ckpt at step {previous}; replay memory empty: "
+                                    "learning resumes after 100 steps")
+    assert load_history(str(tmp_path / "run.h5")).steps == checkpoint_step(tmp_path / "run.ckpt") == previous + 100
+
+
+# -- SIGTERM, and a second signal -----------------------------------------------------------
+
+def test_sigterm_writes_and_resumes(tmp_path):
+    proc = start(tmp_path, *ENDLESS)
+    wait_for(proc, lambda: os.path.exists(tmp_path / "run.ckpt"))
+    proc.send_signal(signal.SIGTERM)
+    result = finish(proc)
+    assert result.returncode == 143, result.stderr
+    step = checkpoint_step(tmp_path / "run.ckpt")
+    assert step >= 100 and load_history(str(tmp_path / "run.h5")).steps == step
+    assert one_line(result.stderr).startswith(f"Stopped by SIGTERM at step {step}")
+    assert "Resume with: dqn-train --resume run.ckpt" in result.stderr
+    result = dqn_train(tmp_path, "--resume", "run", "--steps", step + 20)
+    assert result.returncode == 0, result.stderr
+    assert load_history(str(tmp_path / "run.h5")).steps == step + 20
+
+
+def test_second_signal_exits_at_once(tmp_path):
+    # The history is only written on the way out: its temporary file shows the first signal at work.
+    proc = start(tmp_path, *ENDLESS, "--save-freq", 100_000)
+    wait_for(proc, lambda: os.path.exists(tmp_path / "run.ckpt"))
+    before = (tmp_path / "run.ckpt").read_bytes()
+    proc.send_signal(signal.SIGINT)
+    wait_for(proc, lambda: temporaries(tmp_path))
+    proc.send_signal(signal.SIGINT)
+    result = finish(proc, timeout=10)
+    assert result.returncode == 130
+    assert "Stopped by" not in result.stderr
+    # The checkpoint written before is the one on disk, whole.
+    assert check_loadable(tmp_path) == ["run.ckpt"]
+    assert (tmp_path / "run.ckpt").read_bytes() == before
+
+
+# -- damaged and foreign files ------------------------------------------------------------
+
+def damage(source, target, how):
+    """Copy ``source`` to ``target`` truncated to half, or with 64 bytes flipped in the middle."""
+    data = bytearray(Path(source).read_bytes())
+    middle = len(data) // 2
+    if how == "truncated":
+        del data[middle:]
+    else:  # random flips: XOR with 0xFF turns runs of zero bytes into 0xFF, which Fletcher-32 cannot see
+        noise = np.random.default_rng(0).integers(1, 256, 64, dtype=np.uint8)
+        data[middle:middle + 64] = (np.frombuffer(data[middle:middle + 64], np.uint8) ^ noise).tobytes()
+    Path(target).write_bytes(data)
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped"])
+def test_damaged_history(runs, tmp_path, how):
+    path = tmp_path / "damaged.h5"
+    damage(runs[0]["straight"] / "run.h5", path, how)
+    with pytest.raises(HistoryError, match=str(path)):
+        load_history(str(path))
+
+
+def test_damaged_and_foreign_checkpoints(runs, tmp_path):
+    for how in ("truncated", "flipped"):
+        damage(runs[0]["straight"] / "run.ckpt", tmp_path / f"{how}.ckpt", how)
+    with h5py.File(tmp_path / "foreign.ckpt", "w") as f:
+        f["x"] = np.arange(3)
+    shutil.copy(runs[0]["straight"] / "run.h5", tmp_path / "history.ckpt")
+    names = ("truncated.ckpt", "flipped.ckpt", "foreign.ckpt", "history.ckpt", "missing.ckpt")
+    procs = {name: start(tmp_path, "--resume", name) for name in names}
+    for name, proc in procs.items():
+        result = finish(proc)
+        assert result.returncode == 2, (name, result.stderr)
+        assert name in one_line(result.stderr)
+        assert "Resumed" not in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[:-1])  # nothing written
+
+
+# -- resume options ---------------------------------------------------------------------
+
+def test_resume_refuses_an_algorithm_change(runs):
+    result = dqn_train(runs[0]["stopped"], "--resume", "run", "--lr", 0.001)
+    assert result.returncode == 2
+    assert one_line(result.stderr).startswith("dqn-train: error: lr cannot change when resuming")
+
+
+# -- a full disk ------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """Mount a tmpfs of ``size`` bytes on a folder (root only); unmounted afterwards."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+
+    def mount(size):
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                                capture_output=True, text=True, check=False)
+        if result.returncode:
+            pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip()}")
+        return folder
+
+    yield mount
+    subprocess.run(["umount", str(folder)], capture_output=True, check=False)
+
+
+@pytest.mark.parametrize("fails", ["history", "checkpoint"])
+def test_full_disk_leaves_previous_files_intact(runs, small_disk, fails):
+    # The old history holds two networks; at step 100 the run writes a history of one (no best
+    # model yet), then a checkpoint of three. Either the new history does not fit beside the old
+    # one, or it does and the checkpoint does not.
+    old = runs[0]["straight"] / "run.h5"
+    network = old.stat().st_size // 2
+    disk = small_disk(network * 5 // 2 if fails == "history" else network * 7 // 2)
+    shutil.copy(old, disk / "run.h5")
+    result = dqn_train(disk, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run")
+    assert result.returncode == 1, result.stderr
+    line = one_line(result.stderr)
+    assert line.startswith("dqn-train: error: cannot write output") and "No space left on device" in line
+    assert not temporaries(disk)
+    assert check_loadable(disk) == ["run.h5"]
+    if fails == "history":
+        assert (disk / "run.h5").read_bytes() == old.read_bytes()
+    else:
+        assert load_history(str(disk / "run.h5")).steps == 100
