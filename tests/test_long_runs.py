@@ -4,6 +4,7 @@ processes and real signals on the real emulator."""
 import glob
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -23,17 +24,17 @@ DQN_TRAIN = shutil.which("dqn-train")
 TINY = ["--game", "pong", "--gpu", -1, "--threads", 1, "--verbose", 0, "--replay-memory", 2000,
         "--buffer-size", 64, "--valid-size", 50, "--learn-start", 100, "--minibatch-size", 8,
         "--update-freq", 2, "--target-q", 150, "--eval-steps", 100]
-# Saves and checkpoints every 100 steps, evaluations at 200 and 300; the replay memory in the checkpoints.
+# Saves and checkpoints every 100 steps, evaluations at 200 and 300; replay memory in the checkpoints.
 EXACT = [*TINY, "--steps", 300, "--eval-freq", 100, "--save-freq", 100, "--checkpoint-replay", "--name", "run"]
 # Saves and checkpoints (without the replay memory) every 100 steps, and no end in sight.
 ENDLESS = [*TINY, "--steps", 100_000, "--eval-freq", 300, "--save-freq", 100, "--checkpoint-freq", 100,
            "--name", "run"]
 
 
-def start(cwd, *args):
+def start(cwd, *args, **popen):
     assert DQN_TRAIN, "the dqn-train console script is not installed"
     return subprocess.Popen([DQN_TRAIN, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, **popen)
 
 
 def finish(proc, timeout=300):
@@ -174,12 +175,12 @@ def test_sigkill_at_random_moments_and_during_saves(tmp_path):
     for attempt, moment in enumerate(("random", "save", "random", "save")):
         proc = start(tmp_path, *(ENDLESS if attempt == 0 else ["--resume", "run"]))
         # A new checkpoint shows that this process restored the last one and went on.
-        wait_for(proc, lambda: inode(tmp_path / "run.ckpt") not in (None, last))
+        wait_for(proc, lambda last=last: inode(tmp_path / "run.ckpt") not in (None, last))
         before = set(temporaries(tmp_path))
         if moment == "random":
             time.sleep(rng.uniform(0, 1.5))
         else:
-            wait_for(proc, lambda: set(temporaries(tmp_path)) - before)
+            wait_for(proc, lambda before=before: set(temporaries(tmp_path)) - before)
         proc.kill()
         finish(proc)
         killed_in_save += bool(set(temporaries(tmp_path)) - before)
@@ -193,7 +194,8 @@ def test_sigkill_at_random_moments_and_during_saves(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Resumed run.ckpt at step {previous}; replay memory empty: "
                                     "learning resumes after 100 steps")
-    assert load_history(str(tmp_path / "run.h5")).steps == checkpoint_step(tmp_path / "run.ckpt") == previous + 100
+    assert load_history(str(tmp_path / "run.h5")).steps == previous + 100
+    assert checkpoint_step(tmp_path / "run.ckpt") == previous + 100
 
 
 # -- SIGTERM, and a second signal -----------------------------------------------------------
@@ -279,7 +281,7 @@ def test_resume_refuses_an_algorithm_change(runs):
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """Mount a tmpfs of ``size`` bytes on a folder (root only); unmounted afterwards."""
+    """Mount a tmpfs of ``size`` bytes on a folder (root only, else skip); unmounted afterwards."""
     folder = tmp_path / "disk"
     folder.mkdir()
 
@@ -303,13 +305,30 @@ def test_full_disk_leaves_previous_files_intact(runs, small_disk, fails):
     network = old.stat().st_size // 2
     disk = small_disk(network * 5 // 2 if fails == "history" else network * 7 // 2)
     shutil.copy(old, disk / "run.h5")
-    result = dqn_train(disk, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run")
-    assert result.returncode == 1, result.stderr
-    line = one_line(result.stderr)
-    assert line.startswith("dqn-train: error: cannot write output") and "No space left on device" in line
-    assert not temporaries(disk)
-    assert check_loadable(disk) == ["run.h5"]
+    check_failed_write(dqn_train(disk, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run"),
+                       "No space left on device", disk)
     if fails == "history":
         assert (disk / "run.h5").read_bytes() == old.read_bytes()
     else:
         assert load_history(str(disk / "run.h5")).steps == 100
+
+
+def test_failed_write_leaves_previous_files_intact(runs, tmp_path):
+    # Without root (no tmpfs): a file size limit makes the checkpoint's write fail (EFBIG). The
+    # history at step 100 holds one network and fits; the checkpoint holds three and does not.
+    old = runs[0]["straight"] / "run.ckpt"
+    shutil.copy(old, tmp_path / "run.ckpt")
+    limit = (runs[0]["straight"] / "run.h5").stat().st_size // 2 * 3 // 2
+    proc = start(tmp_path, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run",
+                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    check_failed_write(finish(proc), "File too large", tmp_path, ["run.ckpt", "run.h5"])
+    assert (tmp_path / "run.ckpt").read_bytes() == old.read_bytes()
+
+
+def check_failed_write(result, reason, folder, names=("run.h5",)):
+    assert result.returncode == 1, result.stderr
+    line = one_line(result.stderr)
+    assert line.startswith("dqn-train: error: cannot write output for --name 'run': " + reason)
+    assert line.endswith("the files written before are intact")
+    assert not temporaries(folder)
+    assert check_loadable(folder) == list(names)
