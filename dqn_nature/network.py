@@ -35,13 +35,19 @@ class ConvNetAtari3(nn.Module):
         """The five weighted layers, input first (as Torch7's ``findModules``)."""
         return [self.conv1, self.conv2, self.conv3, self.fc1, self.fc2]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The convolutional trunk: (N, C, 84, 84) -> float (N, 3136)."""
         x = x.reshape(-1, self.in_channels, INPUT_SIDE, INPUT_SIDE)
-        x = torch.relu(self.conv1(x))
-        x = torch.relu(self.conv2(x))
-        x = torch.relu(self.conv3(x))
-        x = torch.relu(self.fc1(x.flatten(1)))
-        return self.fc2(x)
+        x = torch.relu_(self.conv1(x))
+        x = torch.relu_(self.conv2(x))
+        return torch.relu_(self.conv3(x)).flatten(1)
+
+    def head(self, features: torch.Tensor) -> torch.Tensor:
+        """The linear layers: (N, 3136) -> Q-values (N, n_actions)."""
+        return self.fc2(torch.relu_(self.fc1(features)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
 
 
 def convnet_atari3(n_actions: int, hist_len: int = 4, ncols: int = 1) -> ConvNetAtari3:

@@ -6,17 +6,18 @@ from collections import defaultdict
 import torch
 
 
-class DeepMindRMSProp:
+class DeepMindRMSProp(torch.optim.Optimizer):
     """``g = 0.95 g + 0.05 dw; g2 = 0.95 g2 + 0.05 dw^2; w += lr * dw / sqrt(g2 - g^2 + 0.01)``.
 
     ``p.grad`` must hold ``dw``, the *ascent* direction, as the Lua's ``dw``
     (``sum_i delta_i dQ(s_i, a_i)/dw``); the step therefore adds. This is neither
     ``torch.optim.RMSprop`` nor its centered mode: 0.01 sits inside the root.
 
-    It has the interface of a ``torch.optim.Optimizer`` that the agent uses (``param_groups``,
-    ``state[p]`` with ``g`` and ``g2``, ``zero_grad``, ``step``) but is not one: the first
-    ``torch.optim.Optimizer`` a process builds imports torch's compiler stack, 74 MB of
-    resident memory, a tenth of a full replay memory's margin.
+    A ``torch.optim.Optimizer`` that deliberately skips ``Optimizer.__init__``: that call
+    imports torch's compiler stack and sympy, 74 MB of resident memory, a tenth of a full
+    replay memory's margin. It sets ``param_groups``, ``state`` and ``defaults`` itself and
+    defines ``zero_grad`` and ``step``; the base class's hooks and ``state_dict`` are not
+    supported (checkpoints go through ``NeuralQLearner.get_state``).
 
     Args:
         params: parameters, or parameter groups (dicts with ``params`` and optional options).
@@ -35,6 +36,7 @@ class DeepMindRMSProp:
         defaults = dict(lr=lr, decay=decay, eps=eps, wc=wc)
         params = list(params)
         groups = params if params and isinstance(params[0], dict) else [dict(params=params)]
+        self.defaults = defaults
         self.param_groups = [{**defaults, **group, "params": list(group["params"])} for group in groups]
         self.state = defaultdict(dict)
         self._denom = {}  # per parameter, the buffer of sqrt(g2 - g^2 + eps), reused each step

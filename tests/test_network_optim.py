@@ -82,3 +82,14 @@ def test_rmsprop_skips_parameters_without_gradient():
     w = torch.ones(2, requires_grad=True)
     DeepMindRMSProp([w]).step()
     assert torch.equal(w.detach(), torch.ones(2))
+
+
+def test_deepmind_rmsprop_is_a_torch_optimizer_without_the_compiler_import():
+    import subprocess
+    import sys
+
+    code = ("import sys, torch; from dqn_nature.optim import DeepMindRMSProp; "
+            "o = DeepMindRMSProp(torch.nn.Linear(2, 2).parameters()); o.zero_grad(); "
+            "print(isinstance(o, torch.optim.Optimizer), 'torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]
