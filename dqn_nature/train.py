@@ -129,13 +129,15 @@ class Trainer:
                 screen, reward, terminal = env.new_game()
             evaluation = None
             if self.step % c.eval_freq == 0 and self.step > agent.learn_start:
-                now = time.perf_counter()
-                self.train_time += now - clock
+                self.train_time += time.perf_counter() - clock
                 evaluation = self.evaluate()
                 screen, reward, terminal = env.get_state()
                 clock = time.perf_counter()
+            # Kept current every step, so a checkpoint or a stop between evaluations has it.
+            now = time.perf_counter()
+            self.train_time += now - clock
+            clock = now
             yield Event(self.step, evaluation)
-        self.train_time += time.perf_counter() - clock
 
     def evaluate(self) -> Evaluation:
         """Play ``eval_steps`` steps at epsilon 0.05 without life-loss terminals, record the

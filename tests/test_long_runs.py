@@ -332,3 +332,14 @@ def check_failed_write(result, reason, folder, names=("run.h5",)):
     assert line.endswith("the files written before are intact")
     assert not temporaries(folder)
     assert check_loadable(folder) == list(names)
+
+
+def test_checkpoint_between_evaluations_keeps_the_training_time(tmp_path):
+    """A stop before any evaluation must not lose the training time done so far."""
+    proc = start(tmp_path, *ENDLESS)
+    wait_for(proc, lambda: os.path.exists(tmp_path / "run.ckpt"))
+    proc.kill()
+    proc.wait()
+    with h5py.File(tmp_path / "run.ckpt", "r") as f:
+        assert f["state"].attrs["step"] >= 100
+        assert f["state"].attrs["train_time"] > 0
