@@ -37,7 +37,8 @@ class Config:
     framework: str = option("alewrap", "environment framework (only alewrap)", choices=("alewrap",))
     env_params: str = option("useRGB=true", "environment parameters, a Lua table body (only useRGB=true)")
     agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))
-    name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]", resume=True)
+    name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]",
+                                        resume=True)
     network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history or DQN 3.0 .t7)")
     best: bool = option(False, "with --network, start from its best network", flag=True)
     steps: int = option(50_000_000, "agent steps to train", resume=True)
