@@ -59,6 +59,7 @@ def dqn_sweep(*args):
 @pytest.fixture(scope="module")
 def pong_and_a_bad_game(tmp_path_factory):
     """One sweep: two seeds of Pong and one of a game that does not exist."""
+    pytest.importorskip("ray")
     out = tmp_path_factory.mktemp("sweep")
     result = dqn_sweep("--games", "nosuchgame,pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out))
     with open(out / "sweep.json") as fh:
