@@ -110,7 +110,8 @@ class Progress:
             self.write(event.evaluation.summary())
         self.bar.update(1)
         if event.step % c.prog_freq == 0:
-            self.bar.set_postfix(epsilon=f"{t.agent.train_epsilon():.3f}", reward=self.last_reward, refresh=False)
+            self.bar.set_postfix(frames=event.step * c.actrep, epsilon=f"{t.agent.train_epsilon():.3f}",
+                                 reward=self.last_reward, refresh=False)
             if self.bar.disable:
                 rate = (event.step - self.first_step) / max(time.perf_counter() - self.start, 1e-9)
                 eta = tqdm.format_interval((c.steps - event.step) / rate) if rate else "?"
