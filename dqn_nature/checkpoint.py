@@ -17,7 +17,7 @@ import torch
 
 from . import __version__
 from .files import atomic_path
-from .history import WRITE_OPTIONS, _attr, _from_attr
+from .history import WRITE_OPTIONS, to_attr, from_attr
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -38,11 +38,11 @@ def _write(group: h5py.Group, values: dict) -> None:
             data = value.detach().cpu().contiguous().numpy() if isinstance(value, torch.Tensor) else value
             group.create_dataset(key, data=data, fletcher32=data.ndim > 0)  # scalars have no checksum
         else:
-            group.attrs[key] = _attr(value)
+            group.attrs[key] = to_attr(value)
 
 
 def _read(group: h5py.Group) -> dict:
-    out = {k: _from_attr(v) for k, v in group.attrs.items()}
+    out = {k: from_attr(v) for k, v in group.attrs.items()}
     for key, item in group.items():
         out[key] = _read(item) if isinstance(item, h5py.Group) else item[()]
     return out
@@ -65,7 +65,7 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
                        package_version=__version__, has_replay=bool(replay))
         args = f.create_group("arguments")
         for key, value in c.as_dict().items():
-            args.attrs[key] = _attr(value)
+            args.attrs[key] = to_attr(value)
         _write(f.create_group("state"), trainer.get_state())
         if replay:
             t = trainer.agent.transitions
@@ -89,7 +89,7 @@ def _open(path: str) -> h5py.File:
         f = h5py.File(path, "r")
     except OSError as e:
         raise CheckpointError(f"{path}: not a readable HDF5 file, damaged or truncated ({e})") from None
-    found = _from_attr(f.attrs.get("format"))
+    found = from_attr(f.attrs.get("format"))
     if found != FORMAT:
         f.close()
         raise CheckpointError(f"{path}: not a dqn_nature checkpoint (format attribute {found!r})")
@@ -100,7 +100,7 @@ def read_arguments(path: str) -> dict:
     """The stored run options of a checkpoint. Raises CheckpointError."""
     try:
         with _open(path) as f:
-            return {k: _from_attr(v) for k, v in f["arguments"].attrs.items()}
+            return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}
     except CheckpointError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:

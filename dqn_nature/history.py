@@ -35,12 +35,13 @@ class HistoryError(ValueError):
     """A file that cannot be read as a history; the message names the file and the problem."""
 
 
-def _attr(value):
+def to_attr(value):
     """A Python value as an HDF5 attribute (None is stored as an empty string)."""
     return "" if value is None else value
 
 
-def _from_attr(value):
+def from_attr(value):
+    """An HDF5 attribute as a Python value: bytes decoded, NumPy scalars unwrapped, "" as None."""
     if isinstance(value, bytes):
         value = value.decode()
     if isinstance(value, np.generic):
@@ -76,7 +77,7 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
                     g.create_dataset(key, data=tensor.detach().cpu().float().numpy(), fletcher32=True)
         args = f.create_group("arguments")
         for key, value in arguments.items():
-            args.attrs[key] = _attr(value)
+            args.attrs[key] = to_attr(value)
 
 
 def save_network_params(path: str, network: torch.nn.Module) -> None:
@@ -170,7 +171,7 @@ def load_history(path: str) -> History:
     """
     try:
         with _open(path) as f:
-            attrs = {k: _from_attr(v) for k, v in f.attrs.items()}
+            attrs = {k: from_attr(v) for k, v in f.attrs.items()}
             if attrs.get("format") != FORMAT:
                 raise HistoryError(f"{path}: not a dqn_nature history file (format attribute "
                                    f"{attrs.get('format')!r})")
@@ -183,7 +184,7 @@ def load_history(path: str) -> History:
             for group in ("model", "best_model"):  # read to verify their checksums: damage shows here
                 for dataset in f.get(group, {}).values():
                     dataset[()]
-            arguments = {k: _from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f else {}
+            arguments = {k: from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f else {}
     except HistoryError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:
