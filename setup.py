@@ -34,5 +34,6 @@ setup(
         "dqn-plot=dqn_nature.plot:main",
         "dqn-report=dqn_nature.report:main",
         "dqn-sweep=dqn_nature.sweep:main",
+        "dqn-slim=dqn_nature.slim:main",
     ]},
 )

@@ -96,7 +96,7 @@ class Progress:
         self.trainer, c = trainer, trainer.config
         self.bar = tqdm(total=c.steps, initial=trainer.step, unit="step", dynamic_ncols=True,
                         disable=not sys.stderr.isatty() or c.verbose < 1, smoothing=0.05)
-        self.last_reward = None
+        self.last_reward = (trainer.history["reward_history"] or [None])[-1]  # a resumed run has one
         self.start, self.first_step = time.perf_counter(), trainer.step
 
     def write(self, text: str) -> None:

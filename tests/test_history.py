@@ -1,5 +1,6 @@
 """The HDF5 history file: round trip and clear errors on files that are not histories."""
 import os
+import subprocess
 
 import h5py
 import numpy as np
@@ -8,7 +9,7 @@ import torch
 
 from dqn_nature import __version__
 from dqn_nature.config import Config
-from dqn_nature.history import HistoryError, load_history, save_history
+from dqn_nature.history import HistoryError, load_history, save_history, slim_history
 from dqn_nature.network import convnet_atari3
 
 HISTORY = {
@@ -49,6 +50,43 @@ def test_round_trip(tmp_path):
             assert state[key].dtype == torch.float32 and torch.equal(state[key], tensor)
     x = torch.rand(2, 4, 84, 84)
     assert torch.equal(h.load_network("best_model")(x), best_model(x))
+
+
+def test_slim_copy_keeps_histories_and_the_best_network_in_float16(tmp_path):
+    path, slim = tmp_path / "run.h5", tmp_path / "slim.h5"
+    _, best_model = write(path)
+    assert "3.5 MB (was 13.8 MB), networks: best_model in float16" in slim_history(str(path), str(slim))
+    h, full = load_history(str(slim)), load_history(str(path))
+    for key in HISTORY:
+        np.testing.assert_array_equal(getattr(h, key), getattr(full, key))
+    assert h.arguments == full.arguments and h.attrs["slimmed_from"] == str(path)
+    with h5py.File(slim) as f:
+        assert "model" not in f and f["best_model/conv1.weight"].dtype == np.float16
+    state = h.state_dict("best_model")
+    for key, tensor in best_model.state_dict().items():
+        assert state[key].dtype == torch.float32
+        torch.testing.assert_close(state[key], tensor.half().float(), rtol=0, atol=0)
+    with pytest.raises(HistoryError, match="no model stored"):
+        h.state_dict("model")
+
+
+def test_slim_in_place_and_without_networks(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    slim_history(str(path), str(path), networks=())
+    assert os.listdir(tmp_path) == ["run.h5"] and os.path.getsize(path) < 100_000
+    with h5py.File(path) as f:
+        assert "model" not in f and "best_model" not in f
+    np.testing.assert_array_equal(load_history(str(path)).reward_history, HISTORY["reward_history"])
+
+
+def test_slim_command_errors(tmp_path):
+    (tmp_path / "x.h5").write_text("not hdf5")
+    result = subprocess.run(["dqn-slim", str(tmp_path / "x.h5"), str(tmp_path / "y.h5")],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.startswith("dqn-slim: error: ")
+    assert "not a readable HDF5 file" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "y.h5").exists()
 
 
 def test_no_best_model_before_an_evaluation(tmp_path):

@@ -154,16 +154,20 @@ def test_resume_equals_the_uninterrupted_run(runs):
     assert all(r.returncode in (0, 130) for r in results.values()), [r.stderr for r in results.values()]
     assert checkpoint_step(folders["stopped"] / "run.ckpt") == 200
     # Resumed side by side: the run name, or the .ckpt path; --steps and output options may change.
-    procs = {"stopped": start(folders["stopped"], "--resume", "run", "--steps", 300, "--verbose", 0,
-                              "--threads", 1, "--game", "pong"),
+    procs = {"stopped": start(folders["stopped"], "--resume", "run", "--steps", 300, "--verbose", 1,
+                              "--prog-freq", 250, "--threads", 1, "--game", "pong"),
              "interrupted": start(folders["interrupted"], "--resume", "run.ckpt")}
     step = checkpoint_step(folders["interrupted"] / "run.ckpt")
     for key, at in (("stopped", 200), ("interrupted", step)):
         result = finish(procs[key])
         assert result.returncode == 0, result.stderr
-        assert result.stdout.startswith(f"Resumed run.ckpt at step {at}; replay memory restored")
+        assert f"Resumed run.ckpt at step {at}; replay memory restored" in result.stdout
         assert load_history(str(folders[key] / "run.h5")).steps == 300
         assert_same_outcome(folders[key] / "run.h5", folders["straight"] / "run.h5")
+        if key == "stopped":  # its progress line before the next evaluation shows the evaluation before the stop
+            reward = load_history(str(folders[key] / "run.h5")).reward_history[0]
+            assert f"Steps: 250 (frames: 1000), " in result.stdout
+            assert f"last eval reward {reward}\n" in result.stdout
     np.testing.assert_array_equal(load_history(str(folders["straight"] / "run.h5")).step_history, [200, 300])
 
 

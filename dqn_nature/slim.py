@@ -1,0 +1,31 @@
+"""``dqn-slim``: a small copy of a history file, for sharing or committing."""
+from __future__ import annotations
+
+import click
+
+from .history import HistoryError, slim_history
+from .plot import fail, run_command
+
+NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best_model"), "none": ()}
+
+
+@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.argument("source", metavar="RUN.h5")
+@click.argument("target", metavar="SLIM.h5")
+@click.option("--networks", type=click.Choice(list(NETWORKS)), default="best", show_default=True,
+              help="networks to keep: the best evaluated one (what dqn-test --best plays), the last, both, none")
+@click.option("--float32", is_flag=True, help="keep the networks in float32 instead of float16")
+def slim_command(source, target, networks, float32):
+    """Copy the history RUN.h5 to SLIM.h5 with its histories and arguments unchanged and only
+    the chosen networks, in float16 unless --float32. SLIM.h5 may be RUN.h5 itself."""
+    try:
+        click.echo(slim_history(source, target, NETWORKS[networks], float16=not float32))
+    except HistoryError as e:
+        fail("dqn-slim", str(e))
+    except OSError as e:
+        fail("dqn-slim", f"cannot write {target}: {e.strerror or e}")
+
+
+def main(args=None):
+    """Entry point of ``dqn-slim``."""
+    run_command(slim_command, "dqn-slim", args)
