@@ -18,7 +18,7 @@ import click
 import numpy as np
 
 from .cli import fail
-from .config import Config
+from .config import Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
 from .history import HistoryError
@@ -222,6 +222,7 @@ _DEFAULTS = Config()
 @_option("actrep", type=click.IntRange(1), default=_DEFAULTS.actrep, show_default=True, help="frames per agent step")
 @_option("random-starts", type=click.IntRange(0), default=_DEFAULTS.random_starts, show_default=True,
          help="episodes after the first start after 1..random_starts no-op frames")
+@_option("pool-frms", help='frame pooling as a Lua table body, as dqn-train\'s (default type="max",size=2)')
 @_option("gif-file", help="write the screens as an animated GIF")
 @_option("video", help="write the screens as a video (.mp4, .mkv or .mov; needs imageio-ffmpeg)")
 @_option("frame-skip", is_flag=True, help="GIF/video: one frame per agent step instead of every emulator frame")
@@ -230,8 +231,8 @@ _DEFAULTS = Config()
 @_option("seed", type=int, default=_DEFAULTS.seed, show_default=True, help="random seed")
 @_option("gpu", type=int, default=-1, show_default=True, help="CUDA device; -1: the CPU")
 @_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
-def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts, gif_file,
-         video, frame_skip, overlay, csv_file, seed, gpu, threads):
+def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts, pool_frms,
+         gif_file, video, frame_skip, overlay, csv_file, seed, gpu, threads):
     """Watch a trained network play GAME: print each episode's score and length, optionally
     write a GIF, a video and a CSV of the steps.
 
@@ -246,9 +247,12 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     from .neural_q_learner import NeuralQLearner
 
     try:
+        pool = resolve(dict(game=game), pool_frms=pool_frms)
+    except ConfigError as e:
+        fail(f"--pool-frms {pool_frms!r}: {e}")
+    try:
         state = load_network_state(network, best)
-        env = GameEnvironment(game, game_path, actrep, random_starts, _DEFAULTS.pool_size, _DEFAULTS.pool_type,
-                              seed=seed)
+        env = GameEnvironment(game, game_path, actrep, random_starts, pool.pool_size, pool.pool_type, seed=seed)
     except (HistoryError, GameError) as e:
         fail(str(e))
     actions = env.get_actions()

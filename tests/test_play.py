@@ -106,6 +106,25 @@ def test_frame_skip_overlay_and_episodes(tmp_path, networks, replay):
     assert "over 2 episode(s)" in result.output and "stopped at --max-steps 40" in result.output
 
 
+def test_pool_frms(tmp_path, networks, weights, single_threaded):
+    table = tmp_path / "mean.csv"
+    result = dqn_test(*BASE[:2], "--max-steps", 60, "--seed", 3, "--network", networks[0], "-pool_frms",
+                      'type="mean",size=3', "--csv-file", table)
+    assert result.exit_code == 0, result.output
+    with open(table, newline="") as fh:
+        q = np.array([[float(x) for x in r[4:]] for r in list(csv.reader(fh))[1:]])
+    # the Q-values of an agent that sees the mean of the last 3 frames, not the max of 2
+    env = GameEnvironment("pong", seed=3, pool_size=3, pool_type="mean")
+    agent = NeuralQLearner(env.get_actions(), seed=3, replay_memory=36, bufferSize=32)
+    agent.network.load_state_dict(weights)
+    expected = np.array([s.q for s in play(env, agent, 1, 0.05, 60, with_q=True)])
+    np.testing.assert_allclose(q, expected, rtol=1e-6)
+    max2 = dqn_test(*BASE[:2], "--max-steps", 60, "--seed", 3, "--network", networks[0], "--csv-file", table)
+    assert max2.exit_code == 0
+    with open(table, newline="") as fh:
+        assert not np.allclose(q, [[float(x) for x in r[4:]] for r in list(csv.reader(fh))[1:]])
+
+
 def test_video(tmp_path, networks):
     pytest.importorskip("imageio_ffmpeg")
     video = tmp_path / "play.mp4"
@@ -135,6 +154,8 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", tmp_path), "it is a folder")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.avi"), ".mp4")
     assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.mp4"),
                      "pip install imageio-ffmpeg")
