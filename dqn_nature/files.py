@@ -6,15 +6,33 @@ import csv
 import os
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_path(path: str):
-    """Yield a temporary path beside ``path``; on success it is fsynced and renamed to ``path``.
+    """Yield a temporary path ``.<name>.tmp<pid>`` beside ``path``; on success it is fsynced
+    and renamed to ``path``.
 
-    A failure or a kill leaves any previous ``path`` untouched and removes the temporary.
-    Raises what writing raised (``OSError`` on a full disk).
+    A failure leaves any previous ``path`` untouched and removes the temporary. A kill leaves
+    the temporary behind; the next write of ``path`` removes those of processes that no
+    longer exist. Raises what writing raised (``OSError`` on a full disk).
     """
     folder = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}")
+    prefix = f".{os.path.basename(path)}.tmp"
+    for name in os.listdir(folder):
+        pid = name[len(prefix):]
+        if name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(folder, name))
+    tmp = os.path.join(folder, prefix + str(os.getpid()))
     try:
         yield tmp
         fd = os.open(tmp, os.O_RDONLY)

@@ -200,6 +200,7 @@ def test_sigkill_at_random_moments_and_during_saves(tmp_path):
                                     "learning resumes after 100 steps")
     assert load_history(str(tmp_path / "run.h5")).steps == previous + 100
     assert checkpoint_step(tmp_path / "run.ckpt") == previous + 100
+    assert not temporaries(tmp_path)  # those of the killed processes are gone with the next writes
 
 
 # -- SIGTERM, and a second signal -----------------------------------------------------------
