@@ -96,7 +96,8 @@ class Progress:
         self.trainer, c = trainer, trainer.config
         self.bar = tqdm(total=c.steps, initial=trainer.step, unit="step", dynamic_ncols=True,
                         disable=not sys.stderr.isatty() or c.verbose < 1, smoothing=0.05)
-        self.last_reward = (trainer.history["reward_history"] or [None])[-1]  # a resumed run has one
+        rewards = trainer.history["reward_history"]  # a resumed run has some
+        self.last_reward = f"{rewards[-1]:.2f}" if rewards else None
         self.start, self.first_step = time.perf_counter(), trainer.step
 
     def write(self, text: str) -> None:
@@ -106,7 +107,7 @@ class Progress:
     def update(self, event) -> None:
         t, c = self.trainer, self.trainer.config
         if event.evaluation is not None:
-            self.last_reward = event.evaluation.reward
+            self.last_reward = f"{event.evaluation.reward:.2f}"
             self.write(event.evaluation.summary())
         self.bar.update(1)
         if event.step % c.prog_freq == 0:
