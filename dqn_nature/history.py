@@ -3,7 +3,8 @@
 Layout: root attributes ``format``, ``format_version``, ``game``, ``steps``, ``frames``,
 ``package_version``; group ``history`` (one entry per evaluation, ``time_history`` one
 more); groups ``model`` and ``best_model`` (float32 parameters named as in the
-network's ``state_dict``); group ``arguments`` (every resolved option as an attribute).
+network's ``state_dict``; a ``dqn-slim`` copy may hold one or none, in float16, and has the
+root attribute ``slimmed_from``); group ``arguments`` (every resolved option as an attribute).
 """
 from __future__ import annotations
 
@@ -197,7 +198,8 @@ def load_history(path: str) -> History:
 
 def slim_history(source: str, target: str, networks=("best_model",), float16: bool = True) -> str:
     """Copy the history ``source`` to ``target`` with fewer or smaller networks, for sharing
-    or committing (a full file holds two float32 networks, 13.8 MB for Pong).
+    or committing (a full file holds two float32 networks, 13.8 MB for Pong). No DQN 3.0
+    counterpart.
 
     Histories, arguments and root attributes are copied unchanged; the root attribute
     ``slimmed_from`` names ``source``. ``target`` may be ``source`` (replaced atomically).
@@ -205,7 +207,8 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     Args:
         networks: which of ``"model"`` and ``"best_model"`` to keep (those present).
         float16: store the kept networks in float16 (they load back as float32; Q-values
-            then differ from the float32 ones by about 2e-4 relative on a trained Pong network).
+            then differ from the float32 ones by about 2e-4 relative on a trained Pong network);
+            False keeps them as stored.
 
     Returns:
         A one-line summary with both sizes in MB.

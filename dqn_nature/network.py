@@ -47,6 +47,7 @@ class ConvNetAtari3(nn.Module):
         return self.fc2(torch.relu_(self.fc1(features)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """float (N, C, 84, 84) in [0, 1] -> Q-values (N, n_actions) (the Lua ``network:forward``)."""
         return self.head(self.features(x))
 
 

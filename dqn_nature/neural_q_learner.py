@@ -18,6 +18,7 @@ from .transition_table import TransitionTable
 
 TRUNK_CHUNK = 100  # states per convolution pass of a large batch without gradient
 
+
 class NeuralQLearner:
     """Deep Q-learning agent of the Nature paper (``NeuralQLearner``).
 

@@ -246,10 +246,12 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     from .networks import load_network_state
     from .neural_q_learner import NeuralQLearner
 
-    try:
-        pool = resolve(dict(game=game), pool_frms=pool_frms)
-    except ConfigError as e:
-        fail(f"--pool-frms {pool_frms!r}: {e}")
+    pool = _DEFAULTS
+    if pool_frms:
+        try:
+            pool = resolve(dict(game=game), pool_frms=pool_frms)
+        except ConfigError as e:
+            fail(f"--pool-frms {pool_frms!r}: {e}")
     try:
         state = load_network_state(network, best)
         env = GameEnvironment(game, game_path, actrep, random_starts, pool.pool_size, pool.pool_type, seed=seed)
