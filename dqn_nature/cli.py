@@ -5,6 +5,7 @@ Lua ``-eval_freq``, so the original argument strings work verbatim.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import sys
@@ -19,7 +20,7 @@ from tqdm import tqdm
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
-from .files import append_csv_row
+from .eval_log import TENSORBOARD_MISSING, EvaluationLogs
 from .history import HistoryError
 
 _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
@@ -68,12 +69,15 @@ def find_preset(name: str) -> str:
 
 def check_resources(config) -> None:
     """Refuse, before anything is allocated or written, a missing ROM, a replay memory
-    the machine cannot hold, or an output folder that cannot be written.
+    the machine cannot hold, an output folder that cannot be written, or ``--tensorboard``
+    without its package.
 
     Raises:
         GameError, ConfigError.
     """
     rom_path(config.game, config.game_path)
+    if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise ConfigError(TENSORBOARD_MISSING)
     need, free = replay_bytes(config), available_memory()
     if free is not None and need > free:
         raise ConfigError(f"a replay memory of {config.replay_memory} transitions needs {need / 1e9:.1f} GB, "
@@ -145,16 +149,6 @@ def resume_path(name: str) -> str:
     return name if name.endswith(".ckpt") else name + ".ckpt"
 
 
-def evaluation_row(trainer, evaluation) -> dict:
-    """One ``--csv-log`` row: step, frames, every history field's newest value, the training
-    epsilon, lr and the training and testing rates in frames/s."""
-    row = dict(step=evaluation.step, frames=evaluation.frames)
-    row.update({k: v[-1] for k, v in trainer.history.items() if k != "step_history"})
-    row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
-               eval_fps=evaluation.eval_fps)
-    return row
-
-
 @click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
 @click.option("--args", "-args", "preset", metavar="PRESET", help="TOML preset (a file, or a name in args/)")
 @click.option("--agent-params", "-agent_params", "agent_params", metavar="LUA_TABLE",
@@ -212,13 +206,14 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         save_checkpoint(checkpoint_path, trainer, config.checkpoint_replay, config.checkpoint_compress)
         return checkpoint_path
 
+    logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict())
     stop = StopRequest()
     progress = Progress(trainer)
     try:
         for event in trainer.run():
             progress.update(event)
-            if event.evaluation is not None and config.csv_log:
-                append_csv_row(config.csv_log, evaluation_row(trainer, event.evaluation))
+            if event.evaluation is not None:
+                logs.write(trainer, event.evaluation)
             last = event.step == config.steps
             if event.step % config.save_freq == 0 or last:
                 progress.write(f"Saved: {trainer.save()}")
@@ -236,6 +231,7 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         fail(f"cannot write output for --name {config.name!r}: {reason}; the files written before are intact",
              code=1)
     progress.close()
+    logs.close()
 
 
 def main(args=None) -> None:

@@ -65,6 +65,8 @@ class Config:
                                      flag=True, resume=True)
     checkpoint_compress: bool = option(False, "gzip the replay memory in checkpoints", flag=True, resume=True)
     csv_log: typing.Optional[str] = option(None, "append one CSV row per evaluation to this file", resume=True)
+    tensorboard: typing.Optional[str] = option(None, "write each evaluation as TensorBoard scalars to this folder "
+                                               "(the tensorboard extra)", resume=True)
     # -- NeuralQLearner parameters (agent_params) --------------------------------------
     lr: float = option(0.00025, "learning rate", agent=True)
     lr_end: typing.Optional[float] = option(None, "final learning rate [lr]", agent=True)

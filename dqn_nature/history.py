@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 import torch
 
+from .config import FIELDS
 from .files import atomic_path
 
 FORMAT = "dqn_nature.history"
@@ -235,9 +236,10 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
             f"{', '.join(kept) or 'none'}{' in float16' if float16 and kept else ''}")
 
 
-# Arguments that do not change what is learned; runs differing only in these are seeds of one configuration.
-RUN_ONLY_ARGUMENTS = frozenset({"seed", "name", "steps", "verbose", "threads", "gpu", "prog_freq", "save_freq",
-                                "save_versions", "save_network_params", "game_path"})
+# Arguments that do not change what is learned (the seed, the ROM's folder, and the options a
+# resumed run may change: output, logging, resources); runs differing only in these are seeds of
+# one configuration.
+RUN_ONLY_ARGUMENTS = frozenset({"seed", "game_path"} | {f.name for f in FIELDS if f.metadata["resume"]})
 
 
 @dataclasses.dataclass

@@ -1,5 +1,7 @@
 """``dqn-train`` end to end on the real emulator: the history file, the original run_gpu
 argument string, repeatability, and one clear line on bad input."""
+import csv
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -11,6 +13,7 @@ import pytest
 import torch
 from ale_py import roms
 from click.testing import CliRunner
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dqn_nature import __version__, load_history
 from dqn_nature.cli import train
@@ -51,7 +54,8 @@ def weights(path):
 
 PONG_RUN = ["--game", "pong", *CPU, "--steps", 1000, "--replay-memory", 3000, "--learn-start", 600,
             "--eval-freq", 1000, "--eval-steps", 200, "--save-freq", 1000, "--prog-freq", 500,
-            "--name", "out/pong", "--verbose", 1, "--save-network-params"]
+            "--name", "out/pong", "--verbose", 1, "--save-network-params", "--csv-log", "out/pong.csv",
+            "--tensorboard", "out/tb"]
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +109,7 @@ def test_pong_history_values(pong_run):
     # Stored arguments are exactly the resolved options.
     explicit = dict(game="pong", gpu=-1, threads=1, steps=1000, replay_memory=3000, learn_start=600,
                     eval_freq=1000, eval_steps=200, save_freq=1000, prog_freq=500, name="out/pong",
-                    verbose=1, save_network_params=True)
+                    verbose=1, save_network_params=True, csv_log="out/pong.csv", tensorboard="out/tb")
     assert h.arguments == resolve(explicit).as_dict()
     # The only evaluation was at the last step: the best network is the final one.
     model, best = h.state_dict("model"), h.state_dict("best_model")
@@ -120,6 +124,38 @@ def test_pong_network_params(pong_run):
         assert flat.shape == (1_687_206,) and flat.dtype == np.float32
         expected = np.concatenate([model[k].numpy().ravel() for k in PONG_PARAMS])  # parameter order
         np.testing.assert_array_equal(flat[()], expected)
+
+
+def test_pong_evaluation_logs(pong_run):
+    cwd, _ = pong_run
+    h = load_history(str(cwd / "out/pong.h5"))
+    with open(cwd / "out/pong.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    row = {k: float(v) for k, v in row.items()}
+    assert (row["step"], row["frames"]) == (1000, 4000)
+    for key in HISTORY_DTYPES:
+        if key != "step_history":
+            assert row[key] == getattr(h, key)[-1], key
+    # Epsilon anneals from 1 to 0.1 over ep_endt = 1M steps after learn_start = 600.
+    assert row["epsilon"] == pytest.approx(0.1 + 0.9 * (1_000_000 - 400) / 1_000_000)
+    assert row["lr"] == 0.00025 and row["train_fps"] > 0 and row["eval_fps"] > 0
+
+    events = EventAccumulator(str(cwd / "out/tb"))
+    events.Reload()
+    assert set(events.Tags()["scalars"]) == set(row) - {"step", "frames"}
+    for key in events.Tags()["scalars"]:
+        assert [(e.step, e.value) for e in events.Scalars(key)] == [(1000, pytest.approx(row[key], rel=1e-6))], key
+    assert "arguments/text_summary" in events.Tags()["tensors"]
+
+
+def test_tensorboard_needs_its_package(tmp_path, monkeypatch):
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else
+                        find_spec(name, *a))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "1000", "--name", "out/run", "--tensorboard", "tb"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith("pip install 'dqn-nature[tensorboard]'") and files_under(tmp_path) == []
 
 
 def test_save_versions_and_no_best_model_before_evaluation(tmp_path):

@@ -86,7 +86,9 @@ def test_load_history_round_trip_from_the_trainer(trained):
 
 
 def test_load_runs_groups_seeds_by_game_and_configuration(tmp_path):
-    seeds = [synthetic(tmp_path / f"fast_s{s}.h5", [1.0, 2.0], seed=s, update_freq=1) for s in (1, 2, 3)]
+    # Seeds of one configuration differ in their seed and in per-run output and logging options.
+    seeds = [synthetic(tmp_path / f"fast_s{s}.h5", [1.0, 2.0], seed=s, update_freq=1, csv_log=f"s{s}.csv",
+                       tensorboard=f"tb{s}", checkpoint_freq=1000 * s) for s in (1, 2, 3)]
     slow = synthetic(tmp_path / "slow.h5", [0.0], update_freq=4)
     (tmp_path / "sub").mkdir()
     other = synthetic(tmp_path / "sub" / "brk.h5", [5.0], game="breakout", update_freq=1)

@@ -1,0 +1,56 @@
+"""Logs that follow a training run while it goes: one record per evaluation, appended to a
+CSV file (``--csv-log``) or written as TensorBoard scalars (``--tensorboard``)."""
+from __future__ import annotations
+
+from .files import append_csv_row
+
+TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package: pip install 'dqn-nature[tensorboard]'"
+
+
+def evaluation_row(trainer, evaluation) -> dict:
+    """One record: step, frames, every history field's newest value, the training epsilon,
+    lr and the training and testing rates in frames/s."""
+    row = dict(step=evaluation.step, frames=evaluation.frames)
+    row.update({k: v[-1] for k, v in trainer.history.items() if k != "step_history"})
+    row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
+               eval_fps=evaluation.eval_fps)
+    return row
+
+
+class EvaluationLogs:
+    """The logs a run's options ask for.
+
+    Args:
+        csv_path: file to which each record is appended as a CSV row (``--csv-log``), or None.
+        tensorboard_dir: folder for TensorBoard event files (``--tensorboard``), or None; each
+            record's fields become scalars of the same names against agent steps, and the
+            run's arguments are stored once as text.
+        arguments: the run's options, ``Config.as_dict()``.
+
+    Raises:
+        ImportError: ``tensorboard_dir`` without the tensorboard package (``dqn-train``
+            checks first, see ``TENSORBOARD_MISSING``).
+    """
+
+    def __init__(self, csv_path: str | None, tensorboard_dir: str | None, arguments: dict):
+        self.csv_path, self.writer = csv_path, None
+        if tensorboard_dir:
+            from torch.utils.tensorboard import SummaryWriter  # the optional extra; imported only when used
+            self.writer = SummaryWriter(tensorboard_dir)
+            self.writer.add_text("arguments", "\n".join(f"    {k} = {v!r}" for k, v in arguments.items()))
+
+    def write(self, trainer, evaluation) -> None:
+        """Log one evaluation (flushed at once, so the run can be followed while it goes)."""
+        row = evaluation_row(trainer, evaluation)
+        if self.csv_path:
+            append_csv_row(self.csv_path, row)
+        if self.writer:
+            for key, value in row.items():
+                if key not in ("step", "frames"):
+                    self.writer.add_scalar(key, value, global_step=row["step"])
+            self.writer.flush()
+
+    def close(self) -> None:
+        """Close the TensorBoard event file."""
+        if self.writer:
+            self.writer.close()
