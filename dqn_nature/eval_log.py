@@ -8,8 +8,11 @@ TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package: pip install 
 
 
 def evaluation_row(trainer, evaluation) -> dict:
-    """One record: step, frames, every history field's newest value, the training epsilon,
-    lr and the training and testing rates in frames/s."""
+    """One record of ``evaluation`` (a ``train.Evaluation``) of ``trainer`` (a ``train.Trainer``):
+    ``step`` (agent steps), ``frames``, every history field's newest value (``reward_history``,
+    ``v_history``, ..., ``time_history`` in seconds), the training ``epsilon``, ``lr``, and
+    ``train_fps``/``eval_fps`` in frames/s; all Python scalars. The figures that
+    ``train_agent.lua`` prints after each evaluation; no Lua function of its own."""
     row = dict(step=evaluation.step, frames=evaluation.frames)
     row.update({k: v[-1] for k, v in trainer.history.items() if k != "step_history"})
     row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
@@ -40,7 +43,12 @@ class EvaluationLogs:
             self.writer.add_text("arguments", "\n".join(f"    {k} = {v!r}" for k, v in arguments.items()))
 
     def write(self, trainer, evaluation) -> None:
-        """Log one evaluation (flushed at once, so the run can be followed while it goes)."""
+        """Log one evaluation, as ``evaluation_row`` (flushed at once, so the run can be
+        followed while it goes).
+
+        Raises:
+            OSError: the CSV file or the TensorBoard folder cannot be written.
+        """
         row = evaluation_row(trainer, evaluation)
         if self.csv_path:
             append_csv_row(self.csv_path, row)

@@ -14,7 +14,8 @@ NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best
 @click.argument("target", metavar="SLIM.h5")
 @click.option("--networks", type=click.Choice(list(NETWORKS)), default="best", show_default=True,
               help="networks to keep: the best evaluated one (what dqn-test --best plays), the last, both, none")
-@click.option("--float32", is_flag=True, help="keep the networks as stored (float32 in a trainer's history) instead of float16")
+@click.option("--float32", is_flag=True,
+              help="keep the networks as stored (float32 in a trainer's history) instead of float16")
 def slim_command(source, target, networks, float32):
     """Copy the history RUN.h5 to SLIM.h5 with its histories and arguments unchanged and only
     the chosen networks, in float16 unless --float32. SLIM.h5 may be RUN.h5 itself."""
