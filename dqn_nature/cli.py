@@ -67,10 +67,21 @@ def find_preset(name: str) -> str:
     raise ConfigError(f"no preset {name!r} (a TOML file, or a name in args/)")
 
 
+def output_folders(config) -> dict[str, str]:
+    """The folders the run writes in (created if missing), each with the option naming it:
+    ``--name``'s, and ``--csv-log``'s and ``--tensorboard``'s where given."""
+    folders = {os.path.dirname(os.path.abspath(config.name)): f"--name {config.name!r}"}
+    if config.csv_log:
+        folders.setdefault(os.path.dirname(os.path.abspath(config.csv_log)), f"--csv-log {config.csv_log!r}")
+    if config.tensorboard:
+        folders.setdefault(os.path.abspath(config.tensorboard), f"--tensorboard {config.tensorboard!r}")
+    return folders
+
+
 def check_resources(config) -> None:
     """Refuse, before anything is allocated or written, a missing ROM, a replay memory
-    the machine cannot hold, an output folder that cannot be written, or ``--tensorboard``
-    without its package.
+    the machine cannot hold, an output folder that cannot be written, a ``--csv-log`` that
+    names a folder, or ``--tensorboard`` without its package.
 
     Raises:
         GameError, ConfigError.
@@ -78,18 +89,20 @@ def check_resources(config) -> None:
     rom_path(config.game, config.game_path)
     if config.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise ConfigError(TENSORBOARD_MISSING)
+    if config.csv_log and (os.path.isdir(config.csv_log) or config.csv_log.endswith(os.sep)):
+        raise ConfigError(f"--csv-log {config.csv_log!r} is a folder; give a file name")
     need, free = replay_bytes(config), available_memory()
     if free is not None and need > free:
         raise ConfigError(f"a replay memory of {config.replay_memory} transitions needs {need / 1e9:.1f} GB, "
                           f"but only {free / 1e9:.1f} GB of memory is available; lower --replay-memory")
-    folder = os.path.dirname(os.path.abspath(config.name))
-    existing = folder
-    while not os.path.isdir(existing):
-        existing = os.path.dirname(existing)
-    try:  # a real attempt: os.access says yes to root even on /proc or /sys
-        tempfile.TemporaryFile(dir=existing).close()
-    except OSError:
-        raise ConfigError(f"cannot write output files in {folder!r} (from --name {config.name!r})") from None
+    for folder, option in output_folders(config).items():
+        existing = folder
+        while not os.path.isdir(existing):
+            existing = os.path.dirname(existing)
+        try:  # a real attempt: os.access says yes to root even on /proc or /sys
+            tempfile.TemporaryFile(dir=existing).close()
+        except OSError:
+            raise ConfigError(f"cannot write output files in {folder!r} (from {option})") from None
 
 
 class Progress:
@@ -187,10 +200,11 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         for key, value in config.as_dict().items():
             click.echo(f"  {key} = {value!r}")
         click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {threads}")
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(config.name)), exist_ok=True)
-    except OSError as e:
-        fail(f"cannot create the output folder for --name {config.name!r}: {e.strerror}")
+    for folder, option in output_folders(config).items():
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            fail(f"cannot create the output folder for {option}: {e.strerror}")
     try:
         trainer = training.Trainer(config, gpu)
         if resume:
@@ -213,7 +227,11 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         for event in trainer.run():
             progress.update(event)
             if event.evaluation is not None:
-                logs.write(trainer, event.evaluation)
+                try:
+                    logs.write(trainer, event.evaluation)
+                except OSError as e:  # a log is a convenience: never worth the run
+                    tqdm.write(f"warning: evaluation at step {event.step} not logged ({e.strerror or e}); "
+                               "the history file keeps its figures", file=sys.stderr)
             last = event.step == config.steps
             if event.step % config.save_freq == 0 or last:
                 progress.write(f"Saved: {trainer.save()}")

@@ -128,6 +128,8 @@ class Run:
     history: str
     checkpoint: str
     log: str
+    csv_log: str | None = None
+    tensorboard: str | None = None
     state: str = "pending"  # pending, running, finished, failed or skipped
     exit_code: int | None = None
     error: str | None = None
@@ -252,6 +254,16 @@ def train_arguments(extra: list[str], game: str, preset: str | None, cpus_per_ru
     return forwarded, config
 
 
+def run_logs(config, game: str, seed: int) -> tuple[str | None, str | None]:
+    """``--csv-log`` and ``--tensorboard`` of run (game, seed), or None where not asked for:
+    ``<game>/seed<k>`` goes before the CSV file's name and under the TensorBoard folder, so
+    that runs neither interleave rows in one file nor merge into one TensorBoard run."""
+    sub = os.path.join(game, f"seed{seed}")
+    head, tail = os.path.split(config.csv_log or "")
+    return (os.path.join(head, sub, tail) if config.csv_log else None,
+            os.path.join(config.tensorboard, sub) if config.tensorboard else None)
+
+
 def write_record(path: str, arguments: dict, runs: list[Run], started: str, finished: str | None) -> None:
     """Write sweep.json atomically."""
     from .files import atomic_path
@@ -343,7 +355,8 @@ def main(ctx, games, seeds, out, preset, name, address, cpus_per_run, gpus_per_r
         for seed in seed_list:
             folder = os.path.join(out, game, f"seed{seed}")
             base = os.path.join(folder, name or f"DQN3_0_1_{game}_FULL_Y")
-            run = Run(game, seed, folder, base + ".h5", base + ".ckpt", os.path.join(folder, "train.log"))
+            run = Run(game, seed, folder, base + ".h5", base + ".ckpt", os.path.join(folder, "train.log"),
+                      *run_logs(config, game, seed))
             try:
                 history = load_history(run.history)
                 run.steps = history.steps
@@ -408,6 +421,9 @@ def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], resume_su
                 run.log_size = os.path.getsize(run.log) if os.path.exists(run.log) else 0
                 arguments = ["--game", run.game, "--seed", str(run.seed),
                              "--name", os.path.splitext(run.history)[0], *forwarded]
+                # Given last, these override the forwarded (or preset) paths common to all runs.
+                arguments += ["--csv-log", run.csv_log] if run.csv_log else []
+                arguments += ["--tensorboard", run.tensorboard] if run.tensorboard else []
                 in_flight[task.remote(arguments, run.checkpoint, resume_supported, run.log, cwd)] = run
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=POLL_SECONDS)
             states = [r.state for r in todo]

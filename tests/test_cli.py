@@ -1,7 +1,9 @@
 """``dqn-train`` end to end on the real emulator: the history file, the original run_gpu
 argument string, repeatability, and one clear line on bad input."""
 import csv
+import errno
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +17,7 @@ from ale_py import roms
 from click.testing import CliRunner
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from dqn_nature import __version__, load_history
+from dqn_nature import __version__, eval_log, load_history
 from dqn_nature.cli import train
 from dqn_nature.config import Config, resolve
 from dqn_nature.network import convnet_atari3
@@ -54,8 +56,8 @@ def weights(path):
 
 PONG_RUN = ["--game", "pong", *CPU, "--steps", 1000, "--replay-memory", 3000, "--learn-start", 600,
             "--eval-freq", 1000, "--eval-steps", 200, "--save-freq", 1000, "--prog-freq", 500,
-            "--name", "out/pong", "--verbose", 1, "--save-network-params", "--csv-log", "out/pong.csv",
-            "--tensorboard", "out/tb"]
+            "--name", "out/pong", "--verbose", 1, "--save-network-params", "--csv-log", "logs/pong.csv",
+            "--tensorboard", "logs/tb"]  # logs/: a folder the run must create
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +111,7 @@ def test_pong_history_values(pong_run):
     # Stored arguments are exactly the resolved options.
     explicit = dict(game="pong", gpu=-1, threads=1, steps=1000, replay_memory=3000, learn_start=600,
                     eval_freq=1000, eval_steps=200, save_freq=1000, prog_freq=500, name="out/pong",
-                    verbose=1, save_network_params=True, csv_log="out/pong.csv", tensorboard="out/tb")
+                    verbose=1, save_network_params=True, csv_log="logs/pong.csv", tensorboard="logs/tb")
     assert h.arguments == resolve(explicit).as_dict()
     # The only evaluation was at the last step: the best network is the final one.
     model, best = h.state_dict("model"), h.state_dict("best_model")
@@ -129,7 +131,7 @@ def test_pong_network_params(pong_run):
 def test_pong_evaluation_logs(pong_run):
     cwd, _ = pong_run
     h = load_history(str(cwd / "out/pong.h5"))
-    with open(cwd / "out/pong.csv", newline="") as f:
+    with open(cwd / "logs/pong.csv", newline="") as f:
         (row,) = csv.DictReader(f)
     row = {k: float(v) for k, v in row.items()}
     assert (row["step"], row["frames"]) == (1000, 4000)
@@ -140,7 +142,7 @@ def test_pong_evaluation_logs(pong_run):
     assert row["epsilon"] == pytest.approx(0.1 + 0.9 * (1_000_000 - 400) / 1_000_000)
     assert row["lr"] == 0.00025 and row["train_fps"] > 0 and row["eval_fps"] > 0
 
-    events = EventAccumulator(str(cwd / "out/tb"))
+    events = EventAccumulator(str(cwd / "logs/tb"))
     events.Reload()
     assert set(events.Tags()["scalars"]) == set(row) - {"step", "frames"}
     for key in events.Tags()["scalars"]:
@@ -156,6 +158,21 @@ def test_tensorboard_needs_its_package(tmp_path, monkeypatch):
     result = CliRunner().invoke(train, [*SHORT, "--steps", "1000", "--name", "out/run", "--tensorboard", "tb"])
     assert result.exit_code == 2
     assert result.stderr.strip().endswith("pip install 'dqn-nature[tensorboard]'") and files_under(tmp_path) == []
+
+
+def test_failed_log_write_warns_and_training_goes_on(tmp_path, monkeypatch):
+    # A full disk is hard to come by in a test; the CSV writer reports one instead.
+    def disk_full(path, row):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(eval_log, "append_csv_row", disk_full)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "200", "--eval-freq", "200", "--eval-steps", "50",
+                                        "--name", "run", "--csv-log", "run.csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "warning: evaluation at step 200 not logged (No space left on device); " \
+                            "the history file keeps its figures\n"
+    assert len(load_history(str(tmp_path / "run.h5")).reward_history) == 1
 
 
 def test_save_versions_and_no_best_model_before_evaluation(tmp_path):
@@ -239,6 +256,10 @@ BAD_INPUTS = [
     (["--replay-memory", "100000000000"], "replay memory"),
     (["--name", "/proc/x/run"], "/proc/x"),
     (["--name", "/sys/run"], "/sys"),
+    (["--csv-log", "/proc/x/log.csv"], "--csv-log '/proc/x/log.csv'"),
+    (["--csv-log", "emptyroms"], "'emptyroms' is a folder"),
+    (["--csv-log", "logs/"], "'logs/' is a folder"),
+    (["--tensorboard", "/sys/tb"], "--tensorboard '/sys/tb'"),
 ]
 
 

@@ -1,5 +1,6 @@
 """dqn-sweep: option checks in-process; real sweeps on a local Ray instance started by the
 command itself (marked ``ray``; about 40 s on 2 cores)."""
+import csv
 import json
 import os
 import subprocess
@@ -10,8 +11,9 @@ from click.testing import CliRunner
 
 from dqn_nature import load_history, sweep
 
+# One evaluation, at step 300 (learning starts at 100 with a small prefetch buffer).
 TINY = ["--steps", "300", "--eval-freq", "300", "--eval-steps", "50", "--replay-memory", "1000",
-        "--learn-start", "600", "--gpu", "-1", "--threads", "1"]
+        "--buffer-size", "64", "--valid-size", "50", "--learn-start", "100", "--gpu", "-1", "--threads", "1"]
 
 
 def test_parse_seeds():
@@ -61,7 +63,8 @@ def pong_and_a_bad_game(tmp_path_factory):
     """One sweep: two seeds of Pong and one of a game that does not exist."""
     pytest.importorskip("ray")
     out = tmp_path_factory.mktemp("sweep")
-    result = dqn_sweep("--games", "nosuchgame,pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out))
+    result = dqn_sweep("--games", "nosuchgame,pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out),
+                       "--csv-log", str(out / "logs/eval.csv"), "--tensorboard", str(out / "tb"))
     with open(out / "sweep.json") as fh:
         record = json.load(fh)
     return out, result, {(r["game"], r["seed"]): r for r in record["runs"]}
@@ -79,6 +82,20 @@ def test_sweep_writes_histories_and_record(pong_and_a_bad_game):
         assert run["seconds"] > 0 and run["started"] <= run["finished"]
         assert "--seed" in (out / "pong" / f"seed{seed}" / "train.log").read_text()
     assert f"dqn-report {out}" in result.stdout and f"dqn-plot {out}/nosuchgame -o" in result.stdout
+
+
+@pytest.mark.ray
+def test_each_run_logs_apart(pong_and_a_bad_game):
+    out, _, runs = pong_and_a_bad_game
+    for seed in (1, 2):
+        run = runs["pong", seed]
+        assert run["csv_log"] == str(out / "logs/pong" / f"seed{seed}" / "eval.csv")
+        assert run["tensorboard"] == str(out / "tb/pong" / f"seed{seed}")
+        with open(run["csv_log"], newline="") as fh:
+            (row,) = csv.DictReader(fh)
+        assert (int(row["step"]), float(row["v_history"])) == (300, load_history(run["history"]).v_history[-1])
+        assert len(os.listdir(run["tensorboard"])) == 1  # one event file
+    assert sorted(os.listdir(out / "logs")) == ["pong"]  # nosuchgame failed before writing
 
 
 @pytest.mark.ray
