@@ -144,10 +144,11 @@ class Progress:
 
 class StopRequest:
     """SIGINT/SIGTERM handler: the first signal asks the loop to stop after the current
-    agent step; a second one exits at once (files already written stay intact)."""
+    agent step, saying so when an evaluation (minutes at the paper's eval_steps) must end
+    first; a second one exits at once (files already written stay intact)."""
 
-    def __init__(self):
-        self.signum = None
+    def __init__(self, trainer):
+        self.signum, self.trainer = None, trainer
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self.handle)
 
@@ -155,6 +156,9 @@ class StopRequest:
         if self.signum is not None:
             os._exit(128 + signum)
         self.signum = signum
+        if self.trainer.evaluating:
+            tqdm.write(f"{signal.Signals(signum).name}: stopping when the evaluation in progress ends; a second "
+                       "signal exits at once, losing the steps since the last checkpoint", file=sys.stderr)
 
 
 def resume_path(name: str) -> str:
@@ -221,7 +225,7 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         return checkpoint_path
 
     logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict())
-    stop = StopRequest()
+    stop = StopRequest(trainer)
     progress = Progress(trainer)
     try:
         for event in trainer.run():

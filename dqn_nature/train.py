@@ -93,6 +93,7 @@ class Trainer:
         self.best_network = None  # state_dict copy of the best evaluated network
         self.step = 0
         self.train_time = 0.0  # seconds of training, evaluations excluded
+        self.evaluating = False  # true while evaluate() plays its eval_steps steps
 
     def load_network(self, path: str, best: bool = False) -> None:
         """Start from the network stored in a history ``.h5`` or a DQN 3.0 ``.t7`` (the Lua ``-network`` flag).
@@ -147,6 +148,7 @@ class Trainer:
         screen, reward, terminal = env.new_game()
         total_reward = episode_reward = 0.0
         nrewards = nepisodes = 0
+        self.evaluating = True
         for _ in range(c.eval_steps):
             action = agent.perceive(reward, screen, terminal, testing=True, testing_ep=TESTING_EP)
             screen, reward, terminal = env.step(self.actions[action or 0])
@@ -157,6 +159,7 @@ class Trainer:
                 episode_reward = 0.0
                 nepisodes += 1
                 screen, reward, terminal = env.next_random_game()
+        self.evaluating = False
         eval_time = time.perf_counter() - start
         agent.compute_validation_statistics()
         mean_reward = total_reward / max(1, nepisodes)

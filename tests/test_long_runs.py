@@ -220,6 +220,23 @@ def test_sigterm_writes_and_resumes(tmp_path):
     assert load_history(str(tmp_path / "run.h5")).steps == step + 20
 
 
+def test_sigint_during_an_evaluation_says_it_waits_for_its_end(tmp_path):
+    # Step 199's progress line comes just before step 200's evaluation of 5,000 steps (seconds).
+    proc = start(tmp_path, *TINY, "--steps", 1000, "--eval-freq", 200, "--eval-steps", 5000, "--verbose", 1,
+                 "--prog-freq", 199, "--name", "run")
+    for line in proc.stdout:
+        if line.startswith("Steps: 199 "):
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    result = finish(proc)
+    assert result.returncode == 130, result.stderr
+    waiting, stopped = result.stderr.splitlines()
+    assert waiting.startswith("SIGINT: stopping when the evaluation in progress ends; a second signal exits")
+    assert stopped.startswith("Stopped by SIGINT at step 200: ")
+    assert load_history(str(tmp_path / "run.h5")).step_history.tolist() == [200]  # the evaluation is kept
+
+
 def test_second_signal_exits_at_once(tmp_path):
     # The history is only written on the way out: its temporary file shows the first signal at work.
     proc = start(tmp_path, *ENDLESS, "--save-freq", 100_000)
