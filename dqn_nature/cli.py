@@ -143,22 +143,30 @@ class Progress:
 
 
 class StopRequest:
-    """SIGINT/SIGTERM handler: the first signal asks the loop to stop after the current
-    agent step, saying so when an evaluation (minutes at the paper's eval_steps) must end
-    first; a second one exits at once (files already written stay intact)."""
+    """SIGINT/SIGTERM handler: the first signal sets ``signum``, for the loop to stop at its
+    next check; a second one exits at once (files already written stay intact).
 
-    def __init__(self, trainer):
-        self.signum, self.trainer = None, trainer
+    Args:
+        delay: called on the first signal; returns why the stop may take long (printed
+            after the signal's name), or None.
+    """
+
+    def __init__(self, delay=lambda: None):
+        self.signum, self.delay = None, delay
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self.handle)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
 
     def handle(self, signum, frame):
         if self.signum is not None:
             os._exit(128 + signum)
         self.signum = signum
-        if self.trainer.evaluating:
-            tqdm.write(f"{signal.Signals(signum).name}: stopping when the evaluation in progress ends; a second "
-                       "signal exits at once, losing the steps since the last checkpoint", file=sys.stderr)
+        reason = self.delay()
+        if reason:
+            tqdm.write(f"{self.name}: {reason}", file=sys.stderr)
 
 
 def resume_path(name: str) -> str:
@@ -225,7 +233,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
         return checkpoint_path
 
     logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict())
-    stop = StopRequest(trainer)
+    # An evaluation is one step of the loop: minutes at the paper's eval_steps.
+    stop = StopRequest(lambda: trainer.evaluating and "stopping when the evaluation in progress ends; a second "
+                       "signal exits at once, losing the steps since the last checkpoint")
     progress = Progress(trainer)
     try:
         for event in trainer.run():
@@ -243,8 +253,7 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
                 progress.write(f"Checkpoint: {write_checkpoint()}")
             if stop.signum is not None:
                 progress.close()
-                name = signal.Signals(stop.signum).name
-                click.echo(f"Stopped by {name} at step {trainer.step}: history {trainer.save()}, checkpoint "
+                click.echo(f"Stopped by {stop.name} at step {trainer.step}: history {trainer.save()}, checkpoint "
                            f"{write_checkpoint()}. Resume with: dqn-train --resume {checkpoint_path}", err=True)
                 sys.exit(128 + stop.signum)
     except OSError as e:

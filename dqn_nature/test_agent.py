@@ -12,12 +12,13 @@ import contextlib
 import csv
 import dataclasses
 import os
+import sys
 from typing import Iterator
 
 import click
 import numpy as np
 
-from .cli import fail
+from .cli import StopRequest, fail
 from .config import Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
@@ -280,7 +281,7 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     agent.network.load_state_dict(state)
     names = [_action_name(a) for a in actions]
     per_image = actrep if frame_skip else 1  # emulator frames shown by one image
-    results = []
+    results, stop = [], StopRequest()
     with contextlib.ExitStack() as stack:
         try:
             sinks, rows = _open_outputs(stack, gif_file, video, csv_file, per_image, env.screen.frames.shape[1:3],
@@ -301,10 +302,17 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
                     results.append(e)
                     click.echo(f"Episode {s.episode}: score {e.score:g}, {e.steps} steps, {e.frames} frames"
                                + ("" if e.finished else f" (stopped at --max-steps {max_steps})"))
+                if stop.signum is not None:
+                    break
         except OSError as e:
             fail(f"cannot write the output files: {e.strerror or e}", code=1)
-    scores = np.array([e.score for e in results])
-    click.echo(f"Mean score {scores.mean():g}, std {scores.std():g} over {len(scores)} episode(s)")
+    if results:
+        scores = np.array([e.score for e in results])
+        click.echo(f"Mean score {scores.mean():g}, std {scores.std():g} over {len(scores)} episode(s)")
     for path in (gif_file, video, csv_file):
         if path:
             click.echo(f"Wrote {path}")
+    if stop.signum is not None:
+        click.echo(f"Stopped by {stop.name} after {len(results)} episode(s); the files hold every step played",
+                   err=True)
+        sys.exit(128 + stop.signum)

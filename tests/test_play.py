@@ -2,6 +2,9 @@
 ``.t7`` snapshot, the GIF (every emulator frame, exactly), the CSV, and bad input."""
 import csv
 import re
+import shutil
+import signal
+import subprocess
 import sys
 
 import imageio.v3 as iio
@@ -139,6 +142,27 @@ def assert_bad_input(result, *fragments):
     assert "\n" not in line and "Traceback" not in line, line
     for fragment in fragments:
         assert fragment in line, line
+
+
+def test_sigint_keeps_what_was_played(tmp_path, networks):
+    h5, _ = networks
+    proc = subprocess.Popen([shutil.which("dqn-test"), "--network", str(h5), *map(str, BASE), "--max-steps", "50",
+                             "--episodes", "1000", "--csv-file", str(tmp_path / "steps.csv"),
+                             "--gif-file", str(tmp_path / "play.gif")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if line.startswith("Episode 1:"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    episodes = int(re.fullmatch(r"Stopped by SIGINT after (\d+) episode\(s\); the files hold every step played\n",
+                                err)[1])
+    assert episodes >= 2 and f"over {episodes} episode(s)" in out
+    with open(tmp_path / "steps.csv", newline="") as fh:
+        steps = len(list(csv.DictReader(fh)))
+    assert steps >= 50 * episodes
+    assert iio.improps(tmp_path / "play.gif").shape[0] == 4 * steps  # every frame of every step played
 
 
 def test_bad_input(tmp_path, networks, monkeypatch):
