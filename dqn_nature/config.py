@@ -132,16 +132,16 @@ def agent_defaults() -> dict:
 
 
 # -- Lua table literals ------------------------------------------------------------------
-_TOKEN = re.compile(r"""\s*(?:(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^,]+?))\s*(?:,|$)""")
+_TOKEN = re.compile(r"""\s*(?:(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^,;]+?))\s*(?:[,;]|$)""")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|0[xX][0-9a-fA-F]+)")
 
 
 def parse_lua_table(text: str) -> dict:
     """Parse a Lua table body such as ``lr=0.00025,ep=1,network="convnet_atari3",rescale_r=true``.
 
-    Values are numbers (int when integral in form), quoted strings, ``true``/``false``, or a
-    bare word taken as a string (the shell strips the quotes of ``type="max"``).
-    Braces around the body are allowed.
+    Fields are separated by ``,`` or ``;`` (as in Lua). Values are numbers (int when
+    integral in form), quoted strings, ``true``/``false``, or a bare word taken as a string
+    (the shell strips the quotes of ``type="max"``). Braces around the body are allowed.
 
     Raises:
         ConfigError: naming the part that is not ``key=value``.
@@ -153,7 +153,7 @@ def parse_lua_table(text: str) -> dict:
     while pos < len(body):
         m = _TOKEN.match(body, pos)
         if not m or m.end() == pos:
-            bad = body[pos:].split(",")[0].strip() or body[pos:]
+            bad = re.split("[,;]", body[pos:])[0].strip() or body[pos:]
             raise ConfigError(f"malformed Lua table {text!r}: cannot read {bad!r} (expected key=value)")
         key, raw = m.group("key"), m.group("value").strip()
         if raw[:1] in "\"'":

@@ -32,6 +32,7 @@ def test_parse_value_kinds():
     values = parse_lua_table("{a=true, b=false, c=max, d='x y', e=1e-3, f=.5, g=0x10, h=\"p,q\",}")
     assert values == {"a": True, "b": False, "c": "max", "d": "x y", "e": 0.001, "f": 0.5, "g": 16, "h": "p,q"}
     assert type(values["a"]) is bool and type(values["g"]) is int
+    assert parse_lua_table("lr=0.1; ep=1;network='a;b'") == {"lr": 0.1, "ep": 1, "network": "a;b"}
 
 
 @pytest.mark.parametrize("text, bad", [
@@ -40,6 +41,7 @@ def test_parse_value_kinds():
     ("=3", "=3"),
     ("lr=0.1=2", "0.1=2"),
     ("lr=0.1,ep", "'ep'"),
+    ("lr=0.1;;ep=1", ";ep=1"),
 ])
 def test_parse_rejects_malformed(text, bad):
     with pytest.raises(ConfigError) as err:
