@@ -137,7 +137,7 @@ def rates(steps_per_s: tuple[float, float]) -> str:
 
 @click.command(context_settings=dict(help_option_names=["-h", "--help"]))
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "bf16"]), multiple=True, default=["fp32"],
+@click.option("--precision", type=click.Choice(["fp32", "bf16", "tf32"]), multiple=True, default=["fp32"],
               show_default=True, help="repeat to time several")
 @click.option("--threads", default=1, show_default=True,
               help="torch CPU threads (NumPy's BLAS gets 1); use 1 while other processes load the CPU")
@@ -154,6 +154,8 @@ def main(device, precision, threads, steps, learn_start, replay, epsilon, rounds
          component_calls):
     """Time the trainer's learning phase on Pong (see the module docstring)."""
     cuda = device == "cuda"
+    if "tf32" in precision and not cuda:
+        raise click.BadParameter("tf32 is a CUDA mode (on the CPU it is fp32)", param_hint="--precision")
     gpu = 0 if cuda else -1
     n = set_threads(threads)
     click.echo(f"torch {torch.__version__}, {n} torch thread(s), device {device}, steps {steps}, "

@@ -57,8 +57,8 @@ class Config:
     threads: int = option(4, "torch CPU threads (at most the machine's cores are used)", resume=True)
     gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU", resume=True)
     verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms", resume=True)
-    precision: str = option("fp32", "fp32 (as DQN 3.0) or bf16 autocast (not bit-faithful; slower than fp32 "
-                            "on CPUs without AMX)", choices=("fp32", "bf16"))
+    precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast or, on CUDA, tf32 (neither bit-faithful; "
+                            "bf16 is slower than fp32 on CPUs without AMX)", choices=("fp32", "bf16", "tf32"))
     checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",
                                                    resume=True)
     checkpoint_replay: bool = option(False, "include the replay memory in checkpoints (exact resume)",

@@ -27,8 +27,9 @@ class NeuralQLearner:
         **agent_params: NeuralQLearner parameters under their Lua names (``lr``, ``ep_endt``,
             ``bufferSize``...; Python spellings such as ``buffer_size`` too), defaulting to the
             paper's run_gpu values (``config.Config``); ``network`` must be ``convnet_atari3``;
-            plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"`` or
-            ``"bf16"``) and ``seed`` (of the agent's random generator, which also drives
+            plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"``,
+            ``"bf16"`` autocast, or ``"tf32"``: TF32 convolutions and matrix products on CUDA,
+            fp32 on the CPU) and ``seed`` (of the agent's random generator, which also drives
             replay sampling, as the Lua's global RNG).
 
     Raises:
@@ -68,6 +69,9 @@ class NeuralQLearner:
 
         self.device = torch.device("cpu" if gpu < 0 else f"cuda:{gpu}")
         self.precision = precision
+        if self.device.type == "cuda":
+            # PyTorch lets cuDNN convolutions run in TF32 unless told not to; DQN 3.0 computed in float32.
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         self.rng = np.random.default_rng(None if seed is None else (seed, 1))
         self.num_steps = 0
         self.last_state = self.last_action = None

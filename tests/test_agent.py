@@ -185,3 +185,11 @@ def test_greedy_breaks_ties_uniformly():
     assert agent.bestq == 0.25
     set_constant_q(agent.network, [0.0, 0.0, 0.0, 1.0, 0.0, 1.0 - 1e-6])
     assert {agent.greedy(state) for _ in range(50)} == {3}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("precision, tf32", [("fp32", False), ("tf32", True)])
+def test_cuda_fp32_is_not_tf32(precision, tf32):
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not tf32
+    make_agent(gpu=0, precision=precision)
+    assert torch.backends.cudnn.allow_tf32 is tf32 and torch.backends.cuda.matmul.allow_tf32 is tf32

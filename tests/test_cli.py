@@ -226,16 +226,19 @@ def test_run_gpu_arguments_verbatim(tmp_path):
 
 def test_same_seed_same_history_other_seed_differs(tmp_path):
     args = [*SHORT, "--steps", 200, "--eval-freq", 200, "--eval-steps", 50, "--save-freq", 200]
-    runs = {name: subprocess.Popen([DQN_TRAIN, *map(str, args), "--seed", seed, "--name", name], cwd=tmp_path,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            for name, seed in (("a", "1"), ("b", "1"), ("c", "2"))}
-    for run in runs.values():
-        assert run.wait(timeout=600) == 0, run.stderr.read()
+    # d: --precision tf32 is a CUDA mode; on the CPU it warns and computes in fp32, as a.
+    runs = {name: subprocess.Popen([DQN_TRAIN, *map(str, args), "--seed", seed, "--name", name, *extra],
+                                   cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for name, seed, extra in (("a", "1", []), ("b", "1", []), ("c", "2", []),
+                                      ("d", "1", ["--precision", "tf32"]))}
+    stderr = {name: run.communicate(timeout=600)[1] for name, run in runs.items()}
+    assert [run.returncode for run in runs.values()] == [0, 0, 0, 0], stderr
+    assert stderr["d"] == "warning: --precision tf32 is a CUDA mode; computing in fp32 on the CPU\n"
     a, b, c = (load_history(str(tmp_path / f"{name}.h5")) for name in "abc")
     for key in ("reward_history", "reward_counts", "episode_counts", "v_history", "td_history", "step_history"):
         np.testing.assert_array_equal(getattr(a, key), getattr(b, key), err_msg=key)
-    wa, wb, wc = (weights(tmp_path / f"{name}.h5") for name in "abc")
-    assert all(np.array_equal(wa[k], wb[k]) for k in PONG_PARAMS)
+    wa, wb, wc, wd = (weights(tmp_path / f"{name}.h5") for name in "abcd")
+    assert all(np.array_equal(wa[k], wb[k]) and np.array_equal(wa[k], wd[k]) for k in PONG_PARAMS)
     assert not any(np.array_equal(wa[k], wc[k]) for k in PONG_PARAMS if k.endswith("weight"))
     assert a.v_history[0] != c.v_history[0]
 
