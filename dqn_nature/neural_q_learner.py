@@ -301,7 +301,8 @@ class NeuralQLearner:
         for i, p in enumerate(self.network.parameters()):
             buffers = state["optimizer"].get(str(i))
             if buffers:
-                self.optimizer.state[p] = {k: torch.as_tensor(v).to(p) for k, v in buffers.items()}
+                # empty_like keeps the parameter's device and channels-last layout, as at the start
+                self.optimizer.state[p] = {k: torch.empty_like(p).copy_(torch.as_tensor(v)) for k, v in buffers.items()}
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
         valid = state.get("valid")
