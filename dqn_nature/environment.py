@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 
 import numpy as np
 from ale_py import ALEInterface, ALEState, LoggerMode, roms
@@ -37,10 +38,19 @@ def rom_path(game: str, game_path: str | None = None) -> str:
         return path
     ids = roms.get_all_rom_ids()
     if game not in ids:
-        close = difflib.get_close_matches(game, ids, n=5, cutoff=0.6)
+        guess = _as_rom_id(game)
+        close = list(dict.fromkeys(([guess] if guess in ids else []) +
+                                   difflib.get_close_matches(guess, ids, n=5, cutoff=0.6)))[:5]
         hint = f"; did you mean {', '.join(close)}?" if close else "; see ale_py.roms.get_all_rom_ids()"
         raise GameError(f"unknown game {game!r}{hint}")
     return str(roms.get_rom_path(game))
+
+
+def _as_rom_id(name: str) -> str:
+    """A Gym/ALE environment id or another spelling of a game in ROM-id form:
+    ``ALE/SpaceInvaders-v5``, ``PongNoFrameskip-v4``, ``PONG`` -> ``space_invaders``, ``pong``."""
+    name = re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", name.rsplit("/", 1)[-1])
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("-", "_")
 
 
 class GameScreen:

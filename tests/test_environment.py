@@ -150,9 +150,18 @@ def test_next_random_game_draws_k_in_1_to_random_starts():
     assert set(ks) <= {1, 2, 3, 4} and len(set(ks)) >= 2
 
 
-def test_unknown_game_names_close_matches():
-    with pytest.raises(GameError, match="pong"):
-        GameEnvironment("pongg")
+@pytest.mark.parametrize("game, hint", [
+    ("pongg", "did you mean pong?"),
+    ("PONG", "did you mean pong, "),  # other spellings and Gym/ALE ids: their ROM id first
+    ("PongNoFrameskip-v4", "did you mean pong, "),
+    ("ALE/SpaceInvaders-v5", "did you mean space_invaders, "),
+    ("MontezumaRevenge", "did you mean montezuma_revenge, "),
+    ("xyzzy", "see ale_py.roms.get_all_rom_ids()"),
+])
+def test_unknown_game_names_close_matches(game, hint):
+    with pytest.raises(GameError) as err:
+        GameEnvironment(game)
+    assert str(err.value).startswith(f"unknown game {game!r}; {hint}")
 
 
 def test_game_path_without_rom_raises(tmp_path):
