@@ -5,6 +5,7 @@ Lua ``-eval_freq``, so the original argument strings work verbatim.
 """
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 import signal
@@ -169,6 +170,13 @@ class StopRequest:
             tqdm.write(f"{self.name}: {reason}", file=sys.stderr)
 
 
+def earlier_run(config) -> str | None:
+    """A file of an earlier run that a fresh run under ``--name`` would replace, or None:
+    ``<name>.h5``, ``<name>.ckpt`` or, with save_versions, a ``<name>_<k>.h5``."""
+    versions = sorted(glob.glob(glob.escape(config.name) + "_[0-9]*.h5")) if config.save_versions else []
+    return next((p for p in [config.name + ".h5", config.name + ".ckpt", *versions] if os.path.exists(p)), None)
+
+
 def resume_path(name: str) -> str:
     """The checkpoint of ``--resume``: a ``.ckpt`` path, or a run name to which ``.ckpt`` is added."""
     return name if name.endswith(".ckpt") else name + ".ckpt"
@@ -181,9 +189,10 @@ def resume_path(name: str) -> str:
 @click.option("--pool-frms", "-pool_frms", "pool_frms", metavar="LUA_TABLE",
               help='frame pooling as a Lua table body, e.g. type="max",size=2')
 @click.option("--resume", metavar="CKPT", help="continue the run of this checkpoint (a .ckpt or a run name)")
+@click.option("--overwrite", is_flag=True, help="start afresh even where an earlier run left <name>.h5 or .ckpt")
 @config_options
 @click.pass_context
-def train(ctx, preset, agent_params, pool_frms, resume, **values):
+def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     """Train DQN 3.0 (Mnih et al., Nature 2015) on an Atari game; write <name>.h5.
 
     Defaults are the paper's run_gpu configuration. Precedence: defaults < --args
@@ -202,6 +211,10 @@ def train(ctx, preset, agent_params, pool_frms, resume, **values):
             config = resume_config(read_arguments(checkpoint), changes)
         else:
             config = build(changes)
+            existing = None if overwrite else earlier_run(config)
+            if existing:
+                raise ConfigError(f"{existing} exists, from an earlier run: continue it with --resume {config.name}, "
+                                  "replace it with --overwrite, or choose another --name")
         check_resources(config)
     except (ConfigError, GameError, CheckpointError) as e:
         fail(str(e))

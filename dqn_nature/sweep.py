@@ -45,7 +45,8 @@ def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log
         arguments: ``dqn-train`` options for a run from scratch.
         checkpoint: ``<name>.ckpt``; when it exists and ``resume_supported``, the run continues
             from it (``dqn-train --resume <checkpoint> <arguments>``: dqn-train refuses a
-            changed algorithm option, and takes a new ``--steps``, ``--threads`` or ``--gpu``).
+            changed algorithm option, and takes a new ``--steps``, ``--threads`` or ``--gpu``);
+            else it starts afresh (``--overwrite``).
         log: file that receives stdout and stderr (appended to, one header line per attempt).
         cwd: the sweep's working folder, used where it exists on the worker's machine.
 
@@ -59,7 +60,8 @@ def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log
     exe = os.path.join(os.path.dirname(sys.executable), "dqn-train")
     exe = exe if os.path.exists(exe) else shutil.which("dqn-train") or "dqn-train"
     resumed = resume_supported and os.path.exists(checkpoint)
-    command = [exe, *(["--resume", checkpoint] if resumed else []), *arguments]
+    # Without a checkpoint to continue, the run starts afresh over whatever it left before.
+    command = [exe, *(["--resume", checkpoint] if resumed else ["--overwrite"]), *arguments]
     os.makedirs(os.path.dirname(log), exist_ok=True)
     started, t0, stderr = _now(), time.monotonic(), {}
     with open(log, "a") as out:

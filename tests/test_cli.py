@@ -175,6 +175,21 @@ def test_failed_log_write_warns_and_training_goes_on(tmp_path, monkeypatch):
     assert len(load_history(str(tmp_path / "run.h5")).reward_history) == 1
 
 
+@pytest.mark.parametrize("earlier, args", [("run.h5", []), ("run.ckpt", []), ("run_3.h5", ["--save-versions", "5"])])
+def test_an_earlier_run_is_kept_unless_overwrite(tmp_path, monkeypatch, earlier, args):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / earlier).write_bytes(b"an earlier run")
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", *args])
+    assert result.exit_code == 2
+    assert result.stderr.endswith(f"error: {earlier} exists, from an earlier run: continue it with --resume run, "
+                                  "replace it with --overwrite, or choose another --name\n")
+    assert files_under(tmp_path) == [earlier] and (tmp_path / earlier).read_bytes() == b"an earlier run"
+    if not args:
+        result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", "--overwrite"])
+        assert result.exit_code == 0, result.output
+        assert load_history(str(tmp_path / "run.h5")).steps == 10
+
+
 def test_save_versions_and_no_best_model_before_evaluation(tmp_path):
     # No step is past learn_start: no evaluation, two saves, numbered by step // save_versions.
     result = dqn_train(tmp_path, *SHORT, "--steps", 100, "--eval-freq", 100, "--save-freq", 50,

@@ -327,7 +327,7 @@ def test_full_disk_leaves_previous_files_intact(runs, small_disk, fails):
     network = old.stat().st_size // 2
     disk = small_disk(network * 5 // 2 if fails == "history" else network * 7 // 2)
     shutil.copy(old, disk / "run.h5")
-    check_failed_write(dqn_train(disk, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run"),
+    check_failed_write(dqn_train(disk, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run", "--overwrite"),
                        "No space left on device", disk)
     if fails == "history":
         assert (disk / "run.h5").read_bytes() == old.read_bytes()
@@ -341,7 +341,7 @@ def test_failed_write_leaves_previous_files_intact(runs, tmp_path):
     old = runs[0]["straight"] / "run.ckpt"
     shutil.copy(old, tmp_path / "run.ckpt")
     limit = (runs[0]["straight"] / "run.h5").stat().st_size // 2 * 3 // 2
-    proc = start(tmp_path, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run",
+    proc = start(tmp_path, *TINY, "--steps", 100, "--save-freq", 100, "--name", "run", "--overwrite",
                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
     check_failed_write(finish(proc), "File too large", tmp_path, ["run.ckpt", "run.h5"])
     assert (tmp_path / "run.ckpt").read_bytes() == old.read_bytes()
