@@ -96,11 +96,12 @@ def _open(path: str) -> h5py.File:
     return f
 
 
-def read_arguments(path: str) -> dict:
-    """The stored run options of a checkpoint. Raises CheckpointError."""
+def read_header(path: str) -> tuple[dict, int]:
+    """A checkpoint's stored run options and the agent step it was written at.
+    Raises CheckpointError."""
     try:
         with _open(path) as f:
-            return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}
+            return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}, int(f.attrs["step"])
     except CheckpointError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:

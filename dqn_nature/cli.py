@@ -201,14 +201,18 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     and a checkpoint <name>.ckpt for --resume.
     """
     from . import train as training  # torch import deferred so --help is quick
-    from .checkpoint import CheckpointError, read_arguments, restore_checkpoint, save_checkpoint
+    from .checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
 
     try:
         changes = layered(explicit_options(ctx, values), find_preset(preset) if preset else None,
                           agent_params, pool_frms)
         if resume:
             checkpoint = resume_path(resume)
-            config = resume_config(read_arguments(checkpoint), changes)
+            arguments, step = read_header(checkpoint)
+            config = resume_config(arguments, changes)
+            if config.steps <= step:
+                raise ConfigError(f"{checkpoint} is at step {step} and --steps is {config.steps}: nothing to "
+                                  f"train; give a larger --steps to continue")
         else:
             config = build(changes)
             existing = None if overwrite else earlier_run(config)

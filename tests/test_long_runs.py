@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dqn_nature import load_history
-from dqn_nature.checkpoint import read_arguments
+from dqn_nature.checkpoint import read_header
 from dqn_nature.history import HistoryError
 
 DQN_TRAIN = shutil.which("dqn-train")
@@ -91,7 +91,7 @@ def check_loadable(folder):
             history = load_history(path)
             history.load_network("model")
         elif name.endswith(".ckpt"):
-            assert read_arguments(path)["game"] == "pong"
+            assert read_header(path)[0]["game"] == "pong"
         read_everything(path)
     return names
 
@@ -297,6 +297,13 @@ def test_resume_refuses_an_algorithm_change(runs):
     result = dqn_train(runs[0]["stopped"], "--resume", "run", "--lr", 0.001)
     assert result.returncode == 2
     assert one_line(result.stderr).startswith("dqn-train: error: lr cannot change when resuming")
+
+
+def test_resume_of_a_finished_run_asks_for_more_steps(runs):
+    result = dqn_train(runs[0]["straight"], "--resume", "run")
+    assert result.returncode == 2
+    assert one_line(result.stderr) == ("dqn-train: error: run.ckpt is at step 300 and --steps is 300: nothing to "
+                                       "train; give a larger --steps to continue")
 
 
 # -- a full disk ------------------------------------------------------------------------
