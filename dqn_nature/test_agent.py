@@ -240,6 +240,7 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     Episodes are played as train_agent.lua's evaluations play them (full games, epsilon
     0.05). GIF frame delays are whole centiseconds, so a GIF of every frame plays at
     50 fps (5/6 of the game's 60); a video plays at exactly 60 fps (60/actrep with --frame-skip).
+    Ctrl-C stops after the current step and still writes the files (exit status 130).
     """
     import torch
 
