@@ -253,8 +253,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
 
     logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict())
     # An evaluation is one step of the loop: minutes at the paper's eval_steps.
-    stop = StopRequest(lambda: trainer.evaluating and "stopping when the evaluation in progress ends; a second "
-                       "signal exits at once, losing the steps since the last checkpoint")
+    stop = StopRequest(lambda: "stopping when the evaluation in progress ends; a second signal exits at once, "
+                       "losing the steps since the last checkpoint" if trainer.evaluating else None)
     progress = Progress(trainer)
     try:
         for event in trainer.run():

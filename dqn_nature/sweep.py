@@ -261,9 +261,13 @@ def run_logs(config, game: str, seed: int) -> tuple[str | None, str | None]:
     ``<game>/seed<k>`` goes before the CSV file's name and under the TensorBoard folder, so
     that runs neither interleave rows in one file nor merge into one TensorBoard run."""
     sub = os.path.join(game, f"seed{seed}")
-    head, tail = os.path.split(config.csv_log or "")
-    return (os.path.join(head, sub, tail) if config.csv_log else None,
-            os.path.join(config.tensorboard, sub) if config.tensorboard else None)
+    csv_log = tensorboard = None
+    if config.csv_log:
+        head, tail = os.path.split(config.csv_log)
+        csv_log = os.path.join(head, sub, tail)
+    if config.tensorboard:
+        tensorboard = os.path.join(config.tensorboard, sub)
+    return csv_log, tensorboard
 
 
 def write_record(path: str, arguments: dict, runs: list[Run], started: str, finished: str | None) -> None:
