@@ -17,6 +17,7 @@ setup(
         "h5py>=3.8",
         "tqdm>=4.60",
         "threadpoolctl>=3.1",
+        "filelock>=3.0",
         "matplotlib>=3.7",
         "imageio>=2.28",
         "pillow>=9.5",

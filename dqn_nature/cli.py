@@ -5,6 +5,7 @@ Lua ``-eval_freq``, so the original argument strings work verbatim.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import click
 from click.core import ParameterSource
+from filelock import FileLock, Timeout
 from tqdm import tqdm
 
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
@@ -177,6 +179,26 @@ def earlier_run(config) -> str | None:
     return next((p for p in [config.name + ".h5", config.name + ".ckpt", *versions] if os.path.exists(p)), None)
 
 
+@contextlib.contextmanager
+def run_lock(name: str):
+    """Hold the hidden file ``.<name>.lock`` beside the run's files while the block runs (then
+    remove it), so that a second ``dqn-train`` under the same ``--name`` stops with an error
+    (exit 2) instead of replacing this run's files. A killed run leaves the file unlocked."""
+    folder, base = os.path.split(name)
+    lock = FileLock(os.path.join(folder, f".{base}.lock"), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        fail(f"another dqn-train is running under --name {name} (it holds {lock.lock_file}); "
+             "wait for it or choose another --name")
+    try:
+        yield
+    finally:
+        lock.release()
+        with contextlib.suppress(OSError):
+            os.remove(lock.lock_file)
+
+
 def resume_path(name: str) -> str:
     """The checkpoint of ``--resume``: a ``.ckpt`` path, or a run name to which ``.ckpt`` is added."""
     return name if name.endswith(".ckpt") else name + ".ckpt"
@@ -201,7 +223,7 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     and a checkpoint <name>.ckpt for --resume.
     """
     from . import train as training  # torch import deferred so --help is quick
-    from .checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
+    from .checkpoint import CheckpointError, read_header
 
     try:
         changes = layered(explicit_options(ctx, values), find_preset(preset) if preset else None,
@@ -222,23 +244,33 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         check_resources(config)
     except (ConfigError, GameError, CheckpointError) as e:
         fail(str(e))
-    gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
-    threads = training.set_threads(config.threads)
-    if gpu < 0 and config.precision == "tf32":
-        click.echo("warning: --precision tf32 is a CUDA mode; computing in fp32 on the CPU", err=True)
-    if config.verbose >= 1:
-        click.echo("Arguments:")
-        for key, value in config.as_dict().items():
-            click.echo(f"  {key} = {value!r}")
-        click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {threads}")
     for folder, option in output_folders(config).items():
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
             fail(f"cannot create the output folder for {option}: {e.strerror}")
+    with run_lock(config.name):
+        gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
+        threads = training.set_threads(config.threads)
+        if gpu < 0 and config.precision == "tf32":
+            click.echo("warning: --precision tf32 is a CUDA mode; computing in fp32 on the CPU", err=True)
+        if config.verbose >= 1:
+            click.echo("Arguments:")
+            for key, value in config.as_dict().items():
+                click.echo(f"  {key} = {value!r}")
+            click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {threads}")
+        run_training(config, gpu, checkpoint if resume else None)
+
+
+def run_training(config, gpu: int, checkpoint: str | None) -> None:
+    """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving
+    the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops early."""
+    from . import train as training
+    from .checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
+
     try:
         trainer = training.Trainer(config, gpu)
-        if resume:
+        if checkpoint:
             replay = restore_checkpoint(checkpoint, trainer)
             click.echo(f"Resumed {checkpoint} at step {trainer.step}; replay memory "
                        + ("restored" if replay else f"empty: learning resumes after {config.learn_start} steps"))

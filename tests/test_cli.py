@@ -15,6 +15,7 @@ import pytest
 import torch
 from ale_py import roms
 from click.testing import CliRunner
+from filelock import FileLock
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dqn_nature import __version__, eval_log, load_history
@@ -188,6 +189,19 @@ def test_an_earlier_run_is_kept_unless_overwrite(tmp_path, monkeypatch, earlier,
         result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", "--overwrite"])
         assert result.exit_code == 0, result.output
         assert load_history(str(tmp_path / "run.h5")).steps == 10
+
+
+def test_a_running_run_is_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with FileLock(str(tmp_path / ".run.lock")):  # as a dqn-train running under --name run holds it
+        result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
+    assert result.exit_code == 2
+    assert result.stderr.endswith("error: another dqn-train is running under --name run (it holds "
+                                  ".run.lock); wait for it or choose another --name\n")
+    assert files_under(tmp_path) == [".run.lock"]
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
+    assert result.exit_code == 0, result.output
+    assert files_under(tmp_path) == ["run.ckpt", "run.h5"]  # the lock is gone with its run
 
 
 def test_save_versions_and_no_best_model_before_evaluation(tmp_path):
