@@ -20,6 +20,7 @@ from click.core import ParameterSource
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
+from .console import LuaCommand, fail, run_command
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
@@ -28,12 +29,6 @@ from .history import HistoryError
 
 _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
 PRESET_DIRS = (Path("args"), Path(__file__).resolve().parent.parent / "args")
-
-
-def fail(message: str, code: int = 2):
-    """Print ``dqn-train: error: <message>`` on stderr and exit with ``code``."""
-    click.echo(f"{Path(sys.argv[0]).name or 'dqn'}: error: {message}", err=True)
-    sys.exit(code)
 
 
 def config_options(func):
@@ -204,7 +199,8 @@ def resume_path(name: str) -> str:
     return name if name.endswith(".ckpt") else name + ".ckpt"
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
+                                                  max_content_width=110))
 @click.option("--args", "-args", "preset", metavar="PRESET", help="TOML preset (a file, or a name in args/)")
 @click.option("--agent-params", "-agent_params", "agent_params", metavar="LUA_TABLE",
               help='NeuralQLearner parameters as a Lua table body, e.g. lr=0.00025,ep=1,learn_start=50000')
@@ -317,12 +313,5 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
 
 
 def main(args=None) -> None:
-    """Console entry point of ``dqn-train``: click's usage errors become one line, exit 2."""
-    try:
-        train.main(args=args, standalone_mode=False)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        fail(e.format_message())
-    except click.Abort:
-        sys.exit(130)
+    """Console entry point of ``dqn-train``."""
+    run_command(train, args)

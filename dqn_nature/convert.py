@@ -5,7 +5,7 @@ import click
 import h5py
 
 from . import __version__
-from .cli import fail
+from .console import LuaCommand, fail, refuse_to_replace, run_command
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
 from .history import HISTORY_FIELDS, save_history
@@ -75,7 +75,8 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
     return f"Converted {source} ({summary}) to {target}"
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
+                                                  max_content_width=110))
 @click.argument("source", metavar="OLD.t7")
 @click.argument("target", metavar="NEW.h5")
 @click.option("--game", "-game", "-env", "game", help="ROM id: the game of a .params.t7 (its action count is "
@@ -84,7 +85,8 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
               help="expected action count of a .params.t7 (else inferred from its length)")
 @click.option("--cuda-conv", "-cuda_conv", "cuda_conv", is_flag=True,
               help="the .params.t7 comes from DeepMind's GPU network (SpatialConvolutionCUDA weight order)")
-def main(source, target, game, n_actions, cuda_conv):
+@click.option("--overwrite", is_flag=True, help="replace NEW.h5 if it exists")
+def convert_command(source, target, game, n_actions, cuda_conv, overwrite):
     """Convert a DQN 3.0 snapshot OLD.t7 (or a .params.t7 vector) into the history NEW.h5.
 
     Needs the torchfile package for binary .t7 files: pip install dqn-nature[legacy].
@@ -93,9 +95,15 @@ def main(source, target, game, n_actions, cuda_conv):
 
     if not source.endswith(".t7"):
         fail(f"{source}: not a .t7 file")
+    refuse_to_replace(target, overwrite)
     try:
         click.echo(convert(source, target, game, n_actions, cuda_conv))
     except (LegacyError, GameError) as e:
         fail(str(e))
     except OSError as e:
         fail(f"cannot write {target}: {e.strerror or e}")
+
+
+def main(args=None):
+    """Entry point of ``dqn-convert``."""
+    run_command(convert_command, args)

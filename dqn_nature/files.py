@@ -23,8 +23,14 @@ def atomic_path(path: str):
 
     A failure leaves any previous ``path`` untouched and removes the temporary. A kill leaves
     the temporary behind; the next write of ``path`` removes those of processes that no
-    longer exist. Raises what writing raised (``OSError`` on a full disk).
+    longer exist. A symbolic link is followed (the file it names is replaced); a device or
+    pipe (``/dev/stdout``) is written directly. Raises what writing raised (``OSError`` on a
+    full disk).
     """
+    path = os.path.realpath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        yield path
+        return
     folder = os.path.dirname(os.path.abspath(path))
     prefix = f".{os.path.basename(path)}.tmp"
     for name in os.listdir(folder):

@@ -215,25 +215,27 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
         A one-line summary with both sizes in MB.
 
     Raises:
-        HistoryError: ``source`` is not a readable history. OSError: ``target`` cannot be written.
+        HistoryError: ``source`` is not a readable history, or lacks one of ``networks``.
+        OSError: ``target`` cannot be written.
     """
     load_history(source)  # validates format and checksums
     size = os.path.getsize(source)
-    kept = []
-    with h5py.File(source, "r") as src, atomic_path(target) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as dst:
-        dst.attrs.update(src.attrs)
-        dst.attrs["slimmed_from"] = source
-        for group in ("history", "arguments"):
-            src.copy(src[group], dst)
-        for name in networks:
-            if name in src:
-                kept.append(name)
+    with h5py.File(source, "r") as src:
+        missing = [name for name in networks if name not in src]
+        if missing:
+            raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
+        with atomic_path(target) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as dst:
+            dst.attrs.update(src.attrs)
+            dst.attrs["slimmed_from"] = source
+            for group in ("history", "arguments"):
+                src.copy(src[group], dst)
+            for name in networks:
                 g = dst.create_group(name)
                 for key, dataset in src[name].items():
                     data = dataset[()]
                     g.create_dataset(key, data=data.astype(np.float16) if float16 else data, fletcher32=True)
     return (f"Wrote {target}: {os.path.getsize(target) / 1e6:.1f} MB (was {size / 1e6:.1f} MB), networks: "
-            f"{', '.join(kept) or 'none'}{' in float16' if float16 and kept else ''}")
+            f"{', '.join(networks) or 'none'}{' in float16' if float16 and networks else ''}")
 
 
 # Arguments that do not change what is learned (the seed, the ROM's folder, and the options a

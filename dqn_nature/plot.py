@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import csv
 import os
-import sys
 
 import click
 import numpy as np
 
+from .console import fail, run_command
 from .files import atomic_path
 from .history import HistoryError, load_runs
 from .scores import reference
@@ -210,29 +210,12 @@ def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_
         plot_runs(runs, output, x=x, band=band, show_random_human=show_random_human, reference_csv=reference_csv,
                   allow_mixed=allow_mixed, dpi=dpi, note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))
     except (PlotError, HistoryError) as e:
-        fail("dqn-plot", str(e))
+        fail(str(e))
     except OSError as e:
-        fail("dqn-plot", f"cannot write {output}: {e.strerror or e}", code=1)
+        fail(f"cannot write {output}: {e.strerror or e}", code=1)
     click.echo(f"Wrote {output}")
-
-
-def fail(prog: str, message: str, code: int = 2):
-    """Print ``<prog>: error: <message>`` on stderr and exit with ``code``."""
-    click.echo(f"{prog}: error: {message}", err=True)
-    sys.exit(code)
-
-
-def run_command(command, prog: str, args=None):
-    """Run a click ``command`` so that usage errors, too, are one line on stderr and exit 2."""
-    try:
-        code = command.main(args=args, prog_name=prog, standalone_mode=False)
-    except click.ClickException as e:
-        fail(prog, e.format_message().replace("\n", " "), e.exit_code)
-    except click.Abort:
-        fail(prog, "aborted", 1)
-    sys.exit(code or 0)
 
 
 def main(args=None):
     """Entry point of ``dqn-plot``."""
-    run_command(plot_command, "dqn-plot", args)
+    run_command(plot_command, args)

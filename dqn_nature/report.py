@@ -9,8 +9,8 @@ import math
 import click
 import numpy as np
 
+from .console import fail, run_command
 from .history import HistoryError, load_runs
-from .plot import fail, run_command
 from .scores import human_normalised, percent_of_nature, reference
 
 # Column key -> header. Scores are average evaluation scores per episode (game points).
@@ -95,10 +95,10 @@ def report_command(runs, fmt):
     try:
         run_sets = load_runs(runs)
     except HistoryError as e:
-        fail("dqn-report", str(e))
+        fail(str(e))
     click.echo(format_rows(report_rows(run_sets), fmt))
 
 
 def main(args=None):
     """Entry point of ``dqn-report``."""
-    run_command(report_command, "dqn-report", args)
+    run_command(report_command, args)

@@ -1,10 +1,12 @@
 """``dqn-slim``: a small copy of a history file, for sharing or committing."""
 from __future__ import annotations
 
+import os
+
 import click
 
+from .console import fail, refuse_to_replace, run_command
 from .history import HistoryError, slim_history
-from .plot import fail, run_command
 
 NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best_model"), "none": ()}
 
@@ -16,17 +18,20 @@ NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best
               help="networks to keep: the best evaluated one (what dqn-test --best plays), the last, both, none")
 @click.option("--float32", is_flag=True,
               help="keep the networks as stored (float32 in a trainer's history) instead of float16")
-def slim_command(source, target, networks, float32):
+@click.option("--overwrite", is_flag=True, help="replace SLIM.h5 if it exists (not needed when it is RUN.h5)")
+def slim_command(source, target, networks, float32, overwrite):
     """Copy the history RUN.h5 to SLIM.h5 with its histories and arguments unchanged and only
     the chosen networks, in float16 unless --float32. SLIM.h5 may be RUN.h5 itself."""
+    same = os.path.exists(target) and os.path.exists(source) and os.path.samefile(source, target)
+    refuse_to_replace(target, overwrite or same)
     try:
         click.echo(slim_history(source, target, NETWORKS[networks], float16=not float32))
     except HistoryError as e:
-        fail("dqn-slim", str(e))
+        fail(str(e))
     except OSError as e:
-        fail("dqn-slim", f"cannot write {target}: {e.strerror or e}")
+        fail(f"cannot write {target}: {e.strerror or e}")
 
 
 def main(args=None):
     """Entry point of ``dqn-slim``."""
-    run_command(slim_command, "dqn-slim", args)
+    run_command(slim_command, args)

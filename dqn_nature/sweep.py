@@ -25,6 +25,8 @@ import time
 import click
 from tqdm import tqdm
 
+from .console import fail, run_command
+
 POLL_SECONDS = 3.0
 FORMAT = "dqn_nature.sweep"
 FORMAT_VERSION = 1
@@ -324,7 +326,7 @@ def start_ray(address: str | None):
 @click.option("--max-concurrent", type=click.IntRange(min=0), default=0, show_default=True,
               help="runs at a time at most (0: as many as the resources allow)")
 @click.pass_context
-def main(ctx, games, seeds, out, preset, name, address, cpus_per_run, gpus_per_run, max_concurrent):
+def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, gpus_per_run, max_concurrent):
     """Train every GAME x SEED with dqn-train, as Ray tasks; other options go to dqn-train.
 
     Example: dqn-sweep --games pong,breakout --seeds 1-5 --args run_gpu --gpus-per-run 1 --out sweeps/paper
@@ -333,7 +335,6 @@ def main(ctx, games, seeds, out, preset, name, address, cpus_per_run, gpus_per_r
     checkpoint where dqn-train supports --resume). Exit status: 0 if every run finished, 1 if
     one failed, 2 for bad options.
     """
-    from .cli import fail
     from .config import ConfigError
 
     game_list = list(dict.fromkeys(g.strip() for g in games.split(",") if g.strip()))
@@ -463,3 +464,8 @@ def _summary(runs: list[Run], out: str, table: Table) -> None:
     click.echo(f"Compare the games over their seeds: dqn-report {out}")
     click.echo(f"Plot a game's seeds: dqn-plot {out}/<game> -o {out}/<game>.png "
                f"(e.g. dqn-plot {out}/{runs[0].game} -o {out}/{runs[0].game}.png)")
+
+
+def main(args=None):
+    """Entry point of ``dqn-sweep``."""
+    run_command(sweep_command, args)

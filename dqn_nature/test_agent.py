@@ -18,7 +18,8 @@ from typing import Iterator
 import click
 import numpy as np
 
-from .cli import StopRequest, fail
+from .cli import StopRequest
+from .console import LuaCommand, fail, run_command
 from .config import Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
@@ -212,7 +213,8 @@ def _option(name: str, *aliases: str, **kwargs):
 _DEFAULTS = Config()
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
+                                                  max_content_width=110))
 @_option("game", "--env", "-env", required=True, help="ale-py ROM id of the game (pong, breakout, ...)")
 @_option("game-path", help="folder of <game>.bin ROMs that takes precedence over ale-py's")
 @_option("network", required=True, help="trained network: a .h5 history, a DQN 3.0 .t7 snapshot or .params.t7")
@@ -232,7 +234,7 @@ _DEFAULTS = Config()
 @_option("seed", type=int, default=_DEFAULTS.seed, show_default=True, help="random seed")
 @_option("gpu", type=int, default=-1, show_default=True, help="CUDA device; -1: the CPU")
 @_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
-def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts, pool_frms,
+def test_command(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts, pool_frms,
          gif_file, video, frame_skip, overlay, csv_file, seed, gpu, threads):
     """Watch a trained network play GAME: print each episode's score and length, optionally
     write a GIF, a video and a CSV of the steps.
@@ -283,13 +285,13 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
     names = [_action_name(a) for a in actions]
     per_image = actrep if frame_skip else 1  # emulator frames shown by one image
     results, stop = [], StopRequest()
-    with contextlib.ExitStack() as stack:
-        try:
-            sinks, rows = _open_outputs(stack, gif_file, video, csv_file, per_image, env.screen.frames.shape[1:3],
-                                        names)
-        except OSError as e:
-            fail(f"cannot open the output files: {e.strerror or e}")
-        try:
+    try:  # a full disk fails both a write and the closing of the files: report it once
+        with contextlib.ExitStack() as stack:
+            try:
+                sinks, rows = _open_outputs(stack, gif_file, video, csv_file, per_image, env.screen.frames.shape[1:3],
+                                            names)
+            except OSError as e:
+                fail(f"cannot open the output files: {e.strerror or e}")
             for s in play(env, agent, episodes, testing_ep, max_steps, with_q=rows is not None):
                 if rows is not None:
                     rows.writerow([s.episode, s.step, s.action, s.reward, *s.q.tolist()])
@@ -305,8 +307,8 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
                                + ("" if e.finished else f" (stopped at --max-steps {max_steps})"))
                 if stop.signum is not None:
                     break
-        except OSError as e:
-            fail(f"cannot write the output files: {e.strerror or e}", code=1)
+    except OSError as e:
+        fail(f"cannot write the output files: {e.strerror or e}", code=1)
     if results:
         scores = np.array([e.score for e in results])
         click.echo(f"Mean score {scores.mean():g}, std {scores.std():g} over {len(scores)} episode(s)")
@@ -317,3 +319,8 @@ def main(game, game_path, network, best, episodes, testing_ep, max_steps, actrep
         click.echo(f"Stopped by {stop.name} after {len(results)} episode(s); the files hold every step played",
                    err=True)
         sys.exit(128 + stop.signum)
+
+
+def main(args=None):
+    """Entry point of ``dqn-test``."""
+    run_command(test_command, args)

@@ -234,10 +234,10 @@ def resolve_device(gpu: int, warn) -> int:
     if gpu < 0:
         return -1
     if not torch.cuda.is_available():
-        warn(f"warning: --gpu {gpu} asked for but CUDA is not available; training on the CPU")
+        warn(f"warning: --gpu {gpu} asked for but CUDA is not available; running on the CPU")
         return -1
     if gpu >= torch.cuda.device_count():
-        warn(f"warning: no CUDA device {gpu} ({torch.cuda.device_count()} present); training on the CPU")
+        warn(f"warning: no CUDA device {gpu} ({torch.cuda.device_count()} present); running on the CPU")
         return -1
     return gpu
 

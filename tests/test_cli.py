@@ -312,3 +312,23 @@ def test_bad_input_console_script(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("dqn-train: error: ") and "space_invaders" in result.stderr
     assert len(result.stderr.splitlines()) == 1 and files_under(tmp_path) == []
+
+
+USAGE_ERRORS = [
+    ("dqn_nature.cli", ["-eval_frq", "5"], r"No such option '-eval_frq'.*'-eval_freq'"),  # a Lua flag, mistyped
+    ("dqn_nature.cli", ["--name", "-run", "--bogus"], r"No such option '--bogus'"),  # "-run" is --name's value
+    ("dqn_nature.test_agent", ["--game", "pong"], r"Missing option '--network'"),
+    ("dqn_nature.test_agent", ["-gif", "x.gif"], r"No such option '-gif'.*'-gif_file'"),
+    ("dqn_nature.convert", ["a.t7"], r"Missing argument 'NEW.h5'"),
+    ("dqn_nature.sweep", ["--out", "s"], r"Missing option '--games'"),
+    ("dqn_nature.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
+    ("dqn_nature.plot", ["--bogus"], r"No such option '--bogus'"),
+]
+
+
+@pytest.mark.parametrize("module, args, message", USAGE_ERRORS, ids=[" ".join(a) for _, a, _ in USAGE_ERRORS])
+def test_usage_errors_are_one_line(module, args, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(module).main(args)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.splitlines()) == 1 and re.search(r"error: " + message, err), err

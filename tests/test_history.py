@@ -87,6 +87,21 @@ def test_slim_command_errors(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("dqn-slim: error: ")
     assert "not a readable HDF5 file" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "y.h5").exists()
+    write(tmp_path / "run.h5", best=False)
+
+    def slim(*args):
+        return subprocess.run(["dqn-slim", str(tmp_path / "run.h5"), *map(str, args)], capture_output=True, text=True)
+
+    result = slim(tmp_path / "x.h5")  # a user's file that is not the source
+    assert result.returncode == 2 and result.stderr.strip().endswith("x.h5 exists; replace it with --overwrite, "
+                                                                     "or choose another name")
+    assert (tmp_path / "x.h5").read_text() == "not hdf5"
+    result = slim(tmp_path / "y.h5")  # the default keeps best_model, which this run has not made
+    assert result.returncode == 2 and "run.h5 holds no best_model network" in result.stderr
+    assert not (tmp_path / "y.h5").exists()
+    assert slim(tmp_path / "x.h5", "--networks", "last", "--overwrite").returncode == 0
+    assert load_history(str(tmp_path / "x.h5")).state_dict("model")
+    assert slim(tmp_path / "run.h5", "--networks", "none").returncode == 0  # in place needs no --overwrite
 
 
 def test_no_best_model_before_an_evaluation(tmp_path):

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import t7writer
 from dqn_nature.config import resolve
-from dqn_nature.convert import main as convert_main
+from dqn_nature.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
 from dqn_nature.network import convnet_atari3
 from dqn_nature.networks import load_network_state
@@ -192,8 +192,8 @@ def test_params_vector_maps_onto_the_layers(tmp_path, params_path, weights, inpu
     assert h.game == "pong" and h.attrs["source"] == "DQN 3.0 .t7" and len(h.reward_history) == 0
     assert torch.allclose(h.load_network()(inputs), direct_q(weights, inputs), atol=1e-5)
 
-    assert_bad_input(run(convert_main, params_path, out, "--n-actions", "4"), "4 actions")
-    assert_bad_input(run(convert_main, params_path, out, "--game", "breakout"), "breakout")
+    assert_bad_input(run(convert_main, params_path, tmp_path / "x.h5", "--n-actions", "4"), "4 actions")
+    assert_bad_input(run(convert_main, params_path, tmp_path / "x.h5", "--game", "breakout"), "breakout")
 
 
 def test_dqn_train_starts_from_a_t7_network(snapshot_path, weights):
@@ -254,6 +254,12 @@ def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
     assert_bad_input(run(convert_main, tmp_path / "net.txt", tmp_path / "x.h5"), "not a .t7 file")
     assert_bad_input(run(convert_main, tmp_path / "none.t7", tmp_path / "x.h5"), "none.t7", "cannot read")
     assert_bad_input(run(convert_main, snapshot_path, tmp_path / "no" / "x.h5"), "cannot write")
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "x.t7"), "name the output file <name>.h5")
+    (tmp_path / "mine.h5").write_text("a user's file")
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "mine.h5"), "mine.h5 exists", "--overwrite")
+    assert (tmp_path / "mine.h5").read_text() == "a user's file"
+    assert run(convert_main, snapshot_path, tmp_path / "mine.h5", "--overwrite").exit_code == 0
+    assert load_history(str(tmp_path / "mine.h5")).game == "pong"
     t7writer.save(tmp_path / "nobest.t7", snapshot(t7writer.dqn_network(random_weights())))
     with pytest.raises(LegacyError, match="no best_model"):
         load_network_state(str(tmp_path / "nobest.t7"), best=True)

@@ -1,6 +1,7 @@
 """``dqn-test`` on the real emulator: short Pong games from an ``.h5`` history and a DQN 3.0
 ``.t7`` snapshot, the GIF (every emulator frame, exactly), the CSV, and bad input."""
 import csv
+import os
 import re
 import shutil
 import signal
@@ -18,7 +19,7 @@ from dqn_nature.environment import GameEnvironment
 from dqn_nature.history import HISTORY_FIELDS, save_history
 from dqn_nature.network import convnet_atari3
 from dqn_nature.neural_q_learner import NeuralQLearner
-from dqn_nature.test_agent import main, play
+from dqn_nature.test_agent import play, test_command as dqn_test_command
 
 STEPS = 300
 BASE = ["--game", "pong", "--max-steps", STEPS, "--seed", 3, "--threads", 1]
@@ -55,7 +56,7 @@ def replay(weights, single_threaded):
 
 
 def dqn_test(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
+    result = CliRunner().invoke(dqn_test_command, [str(a) for a in args])
     assert result.exit_code == 0 or isinstance(result.exception, SystemExit), result.exception
     return result
 
@@ -184,3 +185,11 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.mp4"),
                      "pip install imageio-ffmpeg")
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_one_line(networks):
+    result = dqn_test(*BASE, "--network", networks[0], "--csv-file", "/dev/full")
+    assert result.exit_code == 1
+    assert result.stderr.endswith(": error: cannot write the output files: No space left on device\n")
+    assert not os.path.isfile("/dev/full")  # written to, not replaced

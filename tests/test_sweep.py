@@ -34,7 +34,7 @@ def test_parse_seeds():
     (["--resume", "x.ckpt"], "--resume is the sweep's to give"),
 ])
 def test_bad_options_exit_2_before_anything_runs(tmp_path, args, message):
-    result = CliRunner().invoke(sweep.main, ["--games", "pong", "--out", str(tmp_path / "s"), *args])
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path / "s"), *args])
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "s").exists()
@@ -49,7 +49,7 @@ def test_lua_spelled_options_pass_through():
 
 def test_without_ray_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep.importlib.util, "find_spec", lambda name: None)
-    result = CliRunner().invoke(sweep.main, ["--games", "pong", "--out", str(tmp_path), *TINY])
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY])
     assert result.exit_code == 2
     assert "pip install dqn-nature[ray]" in result.output
 

@@ -1,0 +1,55 @@
+"""What every ``dqn-*`` command shares: errors as one line on stderr, and exit statuses."""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+
+
+def fail(message: str, code: int = 2):
+    """Print ``<program>: error: <message>`` on stderr and exit with ``code`` (2: bad input)."""
+    click.echo(f"{Path(sys.argv[0]).name or 'dqn'}: error: {message}", err=True)
+    sys.exit(code)
+
+
+def refuse_to_replace(target: str, overwrite: bool, suffix: str = ".h5"):
+    """``fail`` unless ``target`` ends with ``suffix`` and, without ``overwrite``, does not exist."""
+    if not target.endswith(suffix):
+        fail(f"{target}: name the output file <name>{suffix}")
+    if not overwrite and os.path.exists(target):
+        fail(f"{target} exists; replace it with --overwrite, or choose another name")
+
+
+def run_command(command: click.Command, args: list[str] | None = None):
+    """Run a click ``command`` as a console entry point: usage errors, too, are one line on
+    stderr with exit status 2; Ctrl-C before the command handles it exits 130."""
+    try:
+        code = command.main(args=args, standalone_mode=False)
+    except click.ClickException as e:
+        fail(" ".join(e.format_message().split("\n")), e.exit_code)
+    except click.Abort:
+        sys.exit(130)
+    sys.exit(code or 0)
+
+
+class LuaCommand(click.Command):
+    """A click command whose options also have Lua spellings (``-eval_freq``): a mistyped one
+    is reported whole, with its close matches, where click would report an unknown ``-e``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        takes_value = {opt: isinstance(p, click.Option) and not p.is_flag
+                       for p in self.params for opt in p.opts + p.secondary_opts}
+        rest = iter(args)
+        for arg in rest:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if takes_value.get(arg):
+                next(rest, None)  # its value, which may start with "-"
+            elif re.fullmatch(r"-[A-Za-z]\w+", name) and name not in takes_value:
+                raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, takes_value), ctx=ctx)
+        return super().parse_args(ctx, args)
