@@ -207,7 +207,8 @@ def resume_path(name: str) -> str:
 @click.option("--pool-frms", "-pool_frms", "pool_frms", metavar="LUA_TABLE",
               help='frame pooling as a Lua table body, e.g. type="max",size=2')
 @click.option("--resume", metavar="CKPT", help="continue the run of this checkpoint (a .ckpt or a run name)")
-@click.option("--overwrite", is_flag=True, help="start afresh even where an earlier run left <name>.h5 or .ckpt")
+@click.option("--overwrite", is_flag=True, help="replace the files an earlier run left under <name> (.h5, .ckpt) "
+              "when starting afresh, or resuming under another --name")
 @config_options
 @click.pass_context
 def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
@@ -233,7 +234,12 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
                                   f"train; give a larger --steps to continue")
         else:
             config = build(changes)
-            existing = None if overwrite else earlier_run(config)
+        own = config.name + ".ckpt"  # a resume under the checkpoint's own name continues its files
+        if not overwrite and not (resume and os.path.exists(own) and os.path.samefile(own, checkpoint)):
+            existing = earlier_run(config)
+            if existing and resume:
+                raise ConfigError(f"{existing} exists, from another run than {checkpoint}: replace it with "
+                                  "--overwrite, or choose another --name")
             if existing:
                 raise ConfigError(f"{existing} exists, from an earlier run: continue it with --resume {config.name}, "
                                   "replace it with --overwrite, or choose another --name")

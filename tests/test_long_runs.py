@@ -306,6 +306,18 @@ def test_resume_of_a_finished_run_asks_for_more_steps(runs):
                                        "train; give a larger --steps to continue")
 
 
+
+def test_resume_keeps_another_runs_files(runs, tmp_path):
+    # A copied checkpoint writes under its stored --name ("run"), here another run's name.
+    shutil.copy(runs[0]["stopped"] / "run.ckpt", tmp_path / "copy.ckpt")
+    shutil.copy(runs[0]["straight"] / "run.h5", tmp_path / "run.h5")
+    result = dqn_train(tmp_path, "--resume", "copy.ckpt", "--steps", 400)
+    assert result.returncode == 2
+    assert one_line(result.stderr) == ("dqn-train: error: run.h5 exists, from another run than copy.ckpt: replace "
+                                       "it with --overwrite, or choose another --name")
+    assert_same_outcome(tmp_path / "run.h5", runs[0]["straight"] / "run.h5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.ckpt", "run.h5"]
+
 # -- a full disk ------------------------------------------------------------------------
 
 @pytest.fixture
