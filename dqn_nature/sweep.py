@@ -282,6 +282,33 @@ def write_record(path: str, arguments: dict, runs: list[Run], started: str, fini
         json.dump(record, fh, indent=1)
 
 
+def fixed_options(config) -> dict:
+    """The options of ``config`` that a resumed run may not change (``resume=False`` in
+    ``config.Config``), game and seed aside: what makes the runs of a sweep one experiment."""
+    from .config import FIELDS
+
+    return {f.name: getattr(config, f.name) for f in FIELDS
+            if not f.metadata["resume"] and f.name not in ("game", "seed")}
+
+
+def check_same_experiment(path: str, options: dict) -> None:
+    """Raise ConfigError when the sweep.json at ``path`` was written with other
+    ``fixed_options``: its runs could be neither skipped nor resumed under these. A missing or
+    unreadable record, or one from before options were recorded, passes."""
+    from .config import ConfigError
+
+    try:
+        with open(path) as fh:
+            before = json.load(fh)["arguments"]["options"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    changed = [k for k in options if k in before and before[k] != options[k]]
+    if changed:
+        k = changed[0]
+        raise ConfigError(f"{path} is a sweep with {k}={before[k]!r}, not {options[k]!r}: "
+                          "train other options under another --out")
+
+
 def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
     """(game, seed) of the runs that a previous sweep.json with the same training arguments
     records as finished; an unreadable record counts as none."""
@@ -338,11 +365,14 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     from .config import ConfigError
 
     game_list = list(dict.fromkeys(g.strip() for g in games.split(",") if g.strip()))
+    out = os.path.abspath(out)
+    record_path = os.path.join(out, "sweep.json")
     try:
         if not game_list:
             raise click.BadParameter("no game given", param_hint="--games")
         seed_list = parse_seeds(seeds)
         forwarded, config = train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
+        check_same_experiment(record_path, fixed_options(config))
     except (click.ClickException, ConfigError) as e:
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
@@ -351,11 +381,9 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     from .history import HistoryError, load_history
 
     resume_supported = any("--resume" in p.opts for p in train.params)
-    out = os.path.abspath(out)
     arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
-                     steps=config.steps, address=address, cpus_per_run=cpus_per_run,
+                     steps=config.steps, options=fixed_options(config), address=address, cpus_per_run=cpus_per_run,
                      gpus_per_run=gpus_per_run, max_concurrent=max_concurrent)
-    record_path = os.path.join(out, "sweep.json")
     done_before = previous_finished(record_path, arguments)
     runs = []
     for game in game_list:

@@ -120,3 +120,13 @@ def test_rerun_skips_finished_runs(pong_and_a_bad_game):
         assert [r["state"] for r in json.load(fh)["runs"]] == ["skipped", "skipped"]
     assert [os.path.getmtime(p) for p in logs] == before
     assert "2 skipped" in result.stdout
+
+
+def test_a_sweep_folder_holds_one_experiment(tmp_path):
+    _, config = sweep.train_arguments(TINY, "pong", None, 1, 0)
+    sweep.write_record(str(tmp_path / "sweep.json"), dict(options=sweep.fixed_options(config)), [], "", None)
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY,
+                                                      "--lr", "0.001"])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'sweep.json'} is a sweep with lr=0.00025, not 0.001" in result.output
+    assert os.listdir(tmp_path) == ["sweep.json"]
