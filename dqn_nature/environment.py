@@ -28,13 +28,19 @@ def rom_path(game: str, game_path: str | None = None) -> str:
     be ``<game_path>/<game>.bin``; otherwise the ROM that ale-py ships is used.
 
     Raises:
-        GameError: the folder lacks the ROM, or ale-py knows no such game
-            (the message lists the close ROM ids).
+        GameError: the folder lacks the ROM, or holds a file that is not ``game``'s ROM as
+            ALE knows it by its MD5 (the emulator would hang or play another game), or
+            ale-py knows no such game (the message lists the close ROM ids).
     """
     if game_path:
         path = os.path.join(game_path, f"{game}.bin")
         if not os.path.isfile(path):
             raise GameError(f"no ROM file {path!r} for game {game!r} in --game-path {game_path!r}")
+        found = ALEInterface.isSupportedROM(path)
+        if found != game:
+            raise GameError(f"{path!r} is " + (f"the ROM of {found}, not of {game}" if found else
+                                               "no ROM that ALE knows (unknown MD5)")
+                            + "; without --game-path the ROM that ale-py ships is used")
         return path
     ids = roms.get_all_rom_ids()
     if game not in ids:

@@ -6,7 +6,7 @@ import pytest
 from ale_py import roms
 
 from dqn_nature import GameEnvironment
-from dqn_nature.environment import GameError
+from dqn_nature.environment import GameError, rom_path
 
 MINIMAL_ACTIONS = {"pong": [0, 1, 3, 4, 11, 12], "breakout": [0, 1, 3, 4]}
 LIVES = {"pong": 0, "breakout": 5}
@@ -170,6 +170,17 @@ def test_game_path_without_rom_raises(tmp_path):
 
 
 def test_game_path_rom_is_used(tmp_path):
+    shutil.copy(roms.get_rom_path("breakout"), tmp_path / "breakout.bin")
+    assert rom_path("breakout", str(tmp_path)) == str(tmp_path / "breakout.bin")
+    assert GameEnvironment("breakout", game_path=str(tmp_path)).get_actions() == MINIMAL_ACTIONS["breakout"]
+
+
+def test_game_path_rom_must_be_the_games(tmp_path):
+    # ALE takes a game's settings from the file name: another ROM would be scored as Pong,
+    # and bytes that are no ROM hang the emulator.
     shutil.copy(roms.get_rom_path("breakout"), tmp_path / "pong.bin")
-    env = GameEnvironment("pong", game_path=str(tmp_path))
-    assert env.get_actions() == MINIMAL_ACTIONS["breakout"]  # the folder wins over ale-py's ROM
+    with pytest.raises(GameError, match="is the ROM of breakout, not of pong"):
+        GameEnvironment("pong", game_path=str(tmp_path))
+    (tmp_path / "pong.bin").write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(GameError, match=r"pong.bin' is no ROM that ALE knows \(unknown MD5\)"):
+        GameEnvironment("pong", game_path=str(tmp_path))
