@@ -24,7 +24,7 @@ from .console import LuaCommand, fail, run_command
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
-from .eval_log import TENSORBOARD_MISSING, EvaluationLogs
+from .eval_log import TENSORBOARD_MISSING, EvaluationLogs, csv_log_problem
 from .history import HistoryError
 
 _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
@@ -78,8 +78,9 @@ def output_folders(config) -> dict[str, str]:
 
 def check_resources(config) -> None:
     """Refuse, before anything is allocated or written, a missing ROM, a replay memory
-    the machine cannot hold, an output folder that cannot be written, a ``--csv-log`` that
-    names a folder, or ``--tensorboard`` without its package.
+    the machine cannot hold, an output folder that cannot be written, a ``--csv-log`` or an
+    output file that names a folder, a ``--csv-log`` file of other columns, or
+    ``--tensorboard`` without its package.
 
     Raises:
         GameError, ConfigError.
@@ -89,6 +90,12 @@ def check_resources(config) -> None:
         raise ConfigError(TENSORBOARD_MISSING)
     if config.csv_log and (os.path.isdir(config.csv_log) or config.csv_log.endswith(os.sep)):
         raise ConfigError(f"--csv-log {config.csv_log!r} is a folder; give a file name")
+    problem = config.csv_log and csv_log_problem(config.csv_log)
+    if problem:
+        raise ConfigError(f"--csv-log {config.csv_log!r} exists and {problem}; give another file")
+    for path in (config.name + ".h5", config.name + ".ckpt"):
+        if os.path.isdir(path):
+            raise ConfigError(f"{path} is a folder; choose another --name")
     need, free = replay_bytes(config), available_memory()
     if free is not None and need > free:
         raise ConfigError(f"a replay memory of {config.replay_memory} transitions needs {need / 1e9:.1f} GB, "
@@ -171,7 +178,7 @@ def earlier_run(config) -> str | None:
     """A file of an earlier run that a fresh run under ``--name`` would replace, or None:
     ``<name>.h5``, ``<name>.ckpt`` or, with save_versions, a ``<name>_<k>.h5``."""
     versions = sorted(glob.glob(glob.escape(config.name) + "_[0-9]*.h5")) if config.save_versions else []
-    return next((p for p in [config.name + ".h5", config.name + ".ckpt", *versions] if os.path.exists(p)), None)
+    return next((p for p in [config.name + ".h5", config.name + ".ckpt", *versions] if os.path.isfile(p)), None)
 
 
 @contextlib.contextmanager

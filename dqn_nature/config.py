@@ -6,6 +6,7 @@ line (both spellings), the TOML presets, the agent's defaults and the ``argument
 stored in a history all come from these declarations.
 """
 import dataclasses
+import math
 import os
 import re
 import tomllib
@@ -136,12 +137,19 @@ _TOKEN = re.compile(r"""\s*(?:(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>"[^"]*"|'[^'
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|0[xX][0-9a-fA-F]+)")
 
 
+class BareWord(str):
+    """An unquoted word in a Lua table: a global variable, nil to Lua. A string option takes
+    it as text (the shell strips the quotes of ``type="max"``). For another option, a word
+    that names an option is nil, as in Lua, and leaves it at its default (run_gpu's
+    ``ep_endt=replay_memory``); any other word is refused as a likely typo (``lr=fast``)."""
+
+
 def parse_lua_table(text: str) -> dict:
     """Parse a Lua table body such as ``lr=0.00025,ep=1,network="convnet_atari3",rescale_r=true``.
 
     Fields are separated by ``,`` or ``;`` (as in Lua). Values are numbers (int when
-    integral in form), quoted strings, ``true``/``false``, or a bare word taken as a string
-    (the shell strips the quotes of ``type="max"``). Braces around the body are allowed.
+    integral in form), quoted strings, ``true``/``false``, or a ``BareWord``. Braces around
+    the body are allowed.
 
     Raises:
         ConfigError: naming the part that is not ``key=value``.
@@ -163,7 +171,7 @@ def parse_lua_table(text: str) -> dict:
         elif _NUMBER.fullmatch(raw):
             value = int(raw, 0) if re.fullmatch(r"[+-]?(\d+|0[xX][0-9a-fA-F]+)", raw) else float(raw)
         elif re.fullmatch(r"[A-Za-z_]\w*", raw):
-            value = raw
+            value = BareWord(raw)
         else:
             raise ConfigError(f"malformed Lua table {text!r}: bad value {raw!r} for {key!r}")
         result[key] = value
@@ -177,6 +185,8 @@ def _coerce(f, value):
         return None
     kind = field_type(f)
     try:
+        if isinstance(value, bool) and kind is not bool or kind is str and not isinstance(value, str):
+            raise TypeError  # TOML's steps = true, name = ["a"]
         if kind is bool:
             if isinstance(value, str):
                 if value.lower() not in ("1", "0", "true", "false"):
@@ -199,7 +209,8 @@ def _named(values: dict, source: str) -> dict:
         f = _BY_ANY_NAME.get(key)
         if f is None:
             raise ConfigError(f"unknown {source} {key!r}")
-        out[f.name] = _coerce(f, value)
+        if not (isinstance(value, BareWord) and field_type(f) is not str and value in _BY_ANY_NAME):
+            out[f.name] = _coerce(f, value)
     return out
 
 
@@ -233,7 +244,7 @@ def load_preset(path: str) -> dict:
             data = tomllib.load(fh)
     except OSError as e:
         raise ConfigError(f"cannot read preset {path!r}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"preset {path!r} is not valid TOML: {e}") from None
     return _named(data, f"option in preset {path!r}:")
 
@@ -310,10 +321,22 @@ def validate(c: Config) -> None:
     for name in positive:
         if getattr(c, name) <= 0:
             raise ConfigError(f"{name} must be positive, not {getattr(c, name)}")
+    for f in FIELDS:
+        value = getattr(c, f.name)
+        if field_type(f) is float and value is not None and not math.isfinite(value):
+            raise ConfigError(f"{f.name} must be a finite number, not {value}")
+    if not 0 <= c.seed < 2**31:
+        raise ConfigError(f"seed must be in [0, 2^31), not {c.seed} (the emulator's seed is a C int)")
+    if c.gpu < -1:
+        raise ConfigError(f"gpu must be -1 (the CPU) or a CUDA device number, not {c.gpu}")
+    if c.verbose < 0:
+        raise ConfigError(f"verbose must not be negative, not {c.verbose}")
+    if c.name and (c.name.endswith((os.sep, ".h5", ".ckpt")) or os.path.basename(c.name) in ("", ".", "..")):
+        raise ConfigError(f"--name {c.name!r}: give a base name, to which .h5 and .ckpt are added (e.g. runs/pong)")
     if c.checkpoint_freq is not None and c.checkpoint_freq <= 0:
         raise ConfigError(f"checkpoint_freq must be positive, not {c.checkpoint_freq}")
-    for name in ("random_starts", "learn_start", "save_versions", "target_q", "lr", "wc", "clip_delta"):
-        if getattr(c, name) < 0:
+    for name in ("random_starts", "learn_start", "save_versions", "target_q", "lr", "lr_end", "wc", "clip_delta"):
+        if getattr(c, name) is not None and getattr(c, name) < 0:
             raise ConfigError(f"{name} must not be negative, not {getattr(c, name)}")
     for name in ("ep", "ep_end", "discount"):
         if not 0 <= getattr(c, name) <= 1:
@@ -329,6 +352,9 @@ def validate(c: Config) -> None:
                           "the first samples need that many transitions")
     if c.replay_memory < c.buffer_size:
         raise ConfigError(f"replay_memory ({c.replay_memory}) must be at least bufferSize ({c.buffer_size})")
+    if c.hist_len >= c.learn_start or c.hist_len + 2 > c.replay_memory:
+        raise ConfigError(f"hist_len ({c.hist_len}) must be below learn_start ({c.learn_start}) and replay_memory - 1 "
+                          f"({c.replay_memory - 1}): a sample needs hist_len + 2 transitions")
 
 
 def replay_bytes(c: Config) -> int:

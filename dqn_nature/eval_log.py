@@ -3,8 +3,26 @@ CSV file (``--csv-log``) or written as TensorBoard scalars (``--tensorboard``)."
 from __future__ import annotations
 
 from .files import append_csv_row
+from .history import HISTORY_FIELDS
 
 TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package: pip install 'dqn-nature[tensorboard]'"
+_HISTORY_COLUMNS = tuple(k for k in HISTORY_FIELDS if k != "step_history")
+CSV_COLUMNS = ("step", "frames", *_HISTORY_COLUMNS, "epsilon", "lr", "train_fps", "eval_fps")
+
+
+def csv_log_problem(path: str) -> str | None:
+    """Why the existing file ``path`` cannot take this trainer's rows (not text, or a header
+    other than ``CSV_COLUMNS``), or None when it can (or does not exist)."""
+    try:
+        with open(path, newline="") as fh:
+            header = fh.readline().rstrip("\r\n")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        return "it is not a text file"
+    if header and header != ",".join(CSV_COLUMNS):
+        return "its columns are not a dqn-train evaluation log's"
+    return None
 
 
 def evaluation_row(trainer, evaluation) -> dict:
@@ -14,7 +32,7 @@ def evaluation_row(trainer, evaluation) -> dict:
     ``train_fps``/``eval_fps`` in frames/s; all Python scalars. The figures that
     ``train_agent.lua`` prints after each evaluation; no Lua function of its own."""
     row = dict(step=evaluation.step, frames=evaluation.frames)
-    row.update({k: v[-1] for k, v in trainer.history.items() if k != "step_history"})
+    row.update({k: trainer.history[k][-1] for k in _HISTORY_COLUMNS})
     row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
                eval_fps=evaluation.eval_fps)
     return row

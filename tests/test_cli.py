@@ -292,6 +292,16 @@ BAD_INPUTS = [
     (["--csv-log", "emptyroms"], "'emptyroms' is a folder"),
     (["--csv-log", "logs/"], "'logs/' is a folder"),
     (["--tensorboard", "/sys/tb"], "--tensorboard '/sys/tb'"),
+    (["--seed", "-1"], r"seed must be in \[0, 2\^31\), not -1"),
+    (["--seed", "99999999999"], "seed must be in"),
+    (["--hist-len", "100"], r"hist_len \(100\) must be below learn_start \(100\)"),
+    (["--lr", "nan"], "lr must be a finite number, not nan"),
+    (["--clip-delta", "inf"], "clip_delta must be a finite number"),
+    (["--agent-params", "lr_end=-1"], "lr_end must not be negative"),
+    (["--gpu", "-7"], "gpu must be -1"),
+    (["--verbose", "-3"], "verbose must not be negative"),
+    (["--name", "out/"], "--name 'out/': give a base name"),
+    (["--name", "run.h5"], "--name 'run.h5': give a base name"),
 ]
 
 
@@ -305,6 +315,24 @@ def test_bad_input(tmp_path, monkeypatch, args, named):
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "error" in lines[0] and re.search(named, lines[0]), result.stderr
     assert files_under(tmp_path) == ["emptyroms"]
+
+
+def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch):
+    (tmp_path / "run.h5").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
+    assert result.exit_code == 2 and result.stderr.endswith("error: run.h5 is a folder; choose another --name\n")
+
+
+@pytest.mark.parametrize("content, problem", [(b"\x89HDF\r\n\x1a\n\xff\xfe", "it is not a text file"),
+                                              (b"a,b\n1,2\n", "its columns are not a dqn-train evaluation log's")])
+def test_a_csv_log_of_something_else_is_kept(tmp_path, monkeypatch, content, problem):
+    (tmp_path / "log.csv").write_bytes(content)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", "--csv-log", "log.csv"])
+    assert result.exit_code == 2 and result.stderr.endswith(f"--csv-log 'log.csv' exists and {problem}; "
+                                                            "give another file\n")
+    assert files_under(tmp_path) == ["log.csv"] and (tmp_path / "log.csv").read_bytes() == content
 
 
 def test_bad_input_console_script(tmp_path):

@@ -1,5 +1,6 @@
 """Options: the Lua table parser, precedence of the sources, the presets and validation."""
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,13 @@ def test_parse_rejects_malformed(text, bad):
         parse_lua_table(text)
     message = str(err.value)
     assert bad in message and "\n" not in message
+
+
+def test_a_bare_word_is_nil_to_a_number_and_text_to_a_string():
+    # The released run_gpu passes ep_endt=replay_memory: a Lua global, nil, so the default holds.
+    config = resolve({"game": "pong"}, agent_params="ep_endt=replay_memory,lr=0.001,preproc=net_downsample_2x_full_y")
+    assert (config.ep_endt, config.lr, config.preproc) == (1_000_000, 0.001, "net_downsample_2x_full_y")
+    assert resolve({"game": "pong"}, pool_frms="type=mean").pool_type == "mean"
 
 
 def test_unknown_agent_parameter():
@@ -115,6 +123,19 @@ def test_preset_rejects_unknown_option(tmp_path):
     with pytest.raises(ConfigError, match="learning_rate"):
         resolve({"game": "pong"}, str(preset))
 
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"steps = true\n", "steps: expected int, got True"),
+    (b'name = ["a"]\n', "name: expected str, got ['a']"),
+    (b"lr = true\n", "lr: expected float, got True"),
+    (b"steps = 10\n# caf\xe9\n", "is not valid TOML"),  # Latin-1, not UTF-8
+])
+def test_preset_values_have_the_options_types(tmp_path, text, message):
+    preset = tmp_path / "p.toml"
+    preset.write_bytes(text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        resolve({"game": "pong"}, str(preset))
 
 VALID = Config(game="pong", name="x")
 
