@@ -149,8 +149,7 @@ class History:
 
         state = self.state_dict(which)
         try:
-            n_actions = state["fc2.weight"].shape[0]
-            net = convnet_atari3(n_actions, int(self.arguments.get("hist_len") or 4))
+            net = convnet_atari3(state["fc2.weight"].shape[0], state["conv1.weight"].shape[1])
             net.load_state_dict(state)
         except (KeyError, RuntimeError) as e:
             raise HistoryError(f"{self.path}: {which} is not a convnet_atari3 network ({e})") from None
@@ -184,6 +183,9 @@ def load_history(path: str) -> History:
             if missing:
                 raise HistoryError(f"{path}: history is missing {', '.join(missing)}")
             arrays = {k: f["history"][k][()] for k in HISTORY_FIELDS}
+            for key, values in arrays.items():
+                if values.ndim != 1 or values.dtype.kind not in "iuf":
+                    raise HistoryError(f"{path}: damaged history file ({key} is not a list of numbers)")
             for group in ("model", "best_model"):  # read to verify their checksums: damage shows here
                 for dataset in f.get(group, {}).values():
                     dataset[()]

@@ -19,7 +19,8 @@ def load_network_state(path: str, best: bool = False) -> dict:
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): another suffix, a missing
-            or unreadable file, no such network, or ``torchfile`` not installed.
+            or unreadable file, no such network or one that is not ``convnet_atari3``, or
+            ``torchfile`` not installed.
     """
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".t7":
@@ -27,5 +28,5 @@ def load_network_state(path: str, best: bool = False) -> dict:
 
         return load_t7_network(path, best)
     if suffix == ".h5":
-        return load_history(path).state_dict("best_model" if best else "model")
+        return load_history(path).load_network("best_model" if best else "model").state_dict()
     raise HistoryError(f"{path}: not a network file (expected a .h5 history or a DQN 3.0 .t7 file)")
