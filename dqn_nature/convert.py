@@ -43,7 +43,7 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         torch7.LegacyError: unreadable or unsuitable file, or an action count that does not
             match the game. environment.GameError: unknown game. OSError: ``target`` cannot be written.
     """
-    from .torch7 import LegacyError, load_snapshot, param_vector, params_state, read_t7
+    from .torch7 import LegacyError, load_snapshot, param_vector, params_state, read_t7, whole_number
 
     data = read_t7(source)
     vector = param_vector(data)
@@ -63,7 +63,7 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         _check_actions(source, snap.model, game)
         model, best, history, steps = snap.model, snap.best_model, snap.history, snap.steps
         arguments = {**snap.arguments, "game": game}
-        actrep = int(arguments.get("actrep") or 1)
+        actrep = whole_number(arguments.get("actrep"), 1, source, "actrep")
         rewards = history["reward_history"]
         summary = (f"{game}, {steps} steps, {len(rewards)} evaluations"
                    + (f", best reward {max(rewards):g}" if rewards else ""))

@@ -91,6 +91,8 @@ def read_reference(path: str) -> dict:
                 points.setdefault(row["game"], {}).setdefault(frames, []).append(value)
     except OSError as e:
         raise PlotError(f"{path}: cannot read the reference CSV ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise PlotError(f"{path}: not a text CSV file") from None
     curves = {}
     for game, by_frames in points.items():
         frames = sorted(by_frames)

@@ -353,18 +353,30 @@ def load_snapshot(path: str, data=None) -> Snapshot:
     arguments = convert_arguments(lua_args)
     history = {key: _series(data.get(key), path, key) for key in _HISTORIES}
     agent_params = lua_args.get("agent_params") if isinstance(lua_args.get("agent_params"), dict) else {}
-    eval_freq = int(lua_args.get("eval_freq") or 10_000)  # train_agent.lua's default
-    learn_start = int(agent_params.get("learn_start") or 0)  # NeuralQLearner's default
+    eval_freq = whole_number(lua_args.get("eval_freq"), 10_000, path, "eval_freq")  # train_agent.lua's default
+    learn_start = whole_number(agent_params.get("learn_start"), 0, path, "learn_start")  # NeuralQLearner's
     first = (learn_start // eval_freq + 1) * eval_freq
     history["step_history"] = [first + i * eval_freq for i in range(len(history["reward_history"]))]
     agent = data.get("agent")
-    steps = agent.get("numSteps") if isinstance(agent, TorchObject) else None
-    if steps is None:
-        steps = history["step_history"][-1] if history["step_history"] else 0
+    steps = whole_number(agent.get("numSteps") if isinstance(agent, TorchObject) else None,
+                         history["step_history"][-1] if history["step_history"] else 0, path, "agent.numSteps")
     best = data.get("best_model")
     return Snapshot(model=network_state(data["model"], f"{path}: model"),
                     best_model=network_state(best, f"{path}: best_model") if best is not None else None,
-                    history=history, arguments=arguments, game=arguments.get("game"), steps=int(steps))
+                    history=history, arguments=arguments, game=arguments.get("game"), steps=steps)
+
+
+def whole_number(value, default: int, path: str, what: str) -> int:
+    """A Lua number that counts steps or frames as an int; ``default`` where it is nil, false or 0.
+
+    Raises:
+        LegacyError: not a whole number >= 0 (the message names ``path`` and ``what``).
+    """
+    if not value:
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() and value > 0:
+        return int(value)
+    raise LegacyError(f"{path}: {what} is {describe(value)}, not a whole number")
 
 
 def _series(value, path: str, key: str) -> list:

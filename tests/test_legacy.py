@@ -247,6 +247,12 @@ def test_action_count_must_match_the_game(tmp_path, weights):
     assert result.exit_code == 0 and load_history(str(tmp_path / "x.h5")).game == "pong"
 
 
+@pytest.mark.parametrize("key, value", [("eval_freq", "often"), ("actrep", "four")])
+def test_arguments_of_the_wrong_type(tmp_path, weights, key, value):
+    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments={**ARGUMENTS, key: value}))
+    assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), f"s.t7: {key} is ", "not a whole number")
+
+
 def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
     (tmp_path / "net.txt").write_text("x")
     with pytest.raises(HistoryError, match="expected a .h5 history or a DQN 3.0 .t7"):

@@ -200,6 +200,7 @@ def test_plot_bad_input(tmp_path, capsys):
     bad_csv.write_text("game,iteration,return\npong,0,-20\n")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
                  "lacks column(s) run, frames, mean_return")
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", run], capsys, "not a text CSV file")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--x", "hours"], capsys, "--x")
     expect_error(plot_main, [run], capsys, "--output")
     assert not (tmp_path / "g.png").exists() and not (tmp_path / "f.gif").exists()
