@@ -28,6 +28,7 @@ from tqdm import tqdm
 from .console import fail, run_command
 
 POLL_SECONDS = 3.0
+MAX_SEEDS = 1000
 FORMAT = "dqn_nature.sweep"
 FORMAT_VERSION = 1
 # dqn-train's progress line ("Steps: 300 (frames: 1200), 52.1 steps/s, ...") and evaluation
@@ -111,15 +112,20 @@ def parse_seeds(text: str) -> list[int]:
     """Seeds from ``1-5``, ``1,3,7`` or both (``1-3,10``), in order, without repeats.
 
     Raises:
-        click.BadParameter: not of that form, or a range whose end is below its start.
+        click.BadParameter: not of that form, a range whose end is below its start, a seed
+            dqn-train refuses (2^31 or more), or more than ``MAX_SEEDS`` seeds.
     """
-    seeds = []
+    seeds = {}
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m or (m[2] and int(m[2]) < int(m[1])):
             raise click.BadParameter(f"{part.strip()!r} is not a seed or a range like 1-5", param_hint="--seeds")
-        seeds += [s for s in range(int(m[1]), int(m[2] or m[1]) + 1) if s not in seeds]
-    return seeds
+        first, last = int(m[1]), int(m[2] or m[1])
+        if last >= 2**31 or last - first + len(seeds) >= MAX_SEEDS:
+            raise click.BadParameter(f"{part.strip()!r}: seeds are below 2^31, at most {MAX_SEEDS} of them",
+                                     param_hint="--seeds")
+        seeds.update(dict.fromkeys(range(first, last + 1)))
+    return list(seeds)
 
 
 @dataclasses.dataclass
@@ -408,6 +414,11 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             ray = start_ray(address)
         except Exception as e:  # ConnectionError, RuntimeError, ValueError: each version differs
             fail(f"cannot start or reach Ray{' at ' + address if address else ''}: {e}")
+        have = ray.cluster_resources()
+        for option, need, kind in (("--cpus-per-run", cpus_per_run, "CPU"), ("--gpus-per-run", gpus_per_run, "GPU")):
+            if need > have.get(kind, 0):  # Ray would wait for them for ever
+                ray.shutdown()
+                fail(f"{option} {need:g}: the Ray cluster has {have.get(kind, 0):g} {kind}s")
     try:
         os.makedirs(out, exist_ok=True)
         write_record(record_path, arguments, runs, started, None)

@@ -20,7 +20,7 @@ def test_parse_seeds():
     assert sweep.parse_seeds("1-5") == [1, 2, 3, 4, 5]
     assert sweep.parse_seeds("1,3,7") == [1, 3, 7]
     assert sweep.parse_seeds("2-3, 10,2") == [2, 3, 10]
-    for bad in ("5-1", "a", "1,,2", "-3"):
+    for bad in ("5-1", "a", "1,,2", "-3", "1-100000000", "2147483648"):
         with pytest.raises(click.BadParameter):
             sweep.parse_seeds(bad)
 
@@ -130,3 +130,11 @@ def test_a_sweep_folder_holds_one_experiment(tmp_path):
     assert result.exit_code == 2
     assert f"{tmp_path / 'sweep.json'} is a sweep with lr=0.00025, not 0.001" in result.output
     assert os.listdir(tmp_path) == ["sweep.json"]
+
+
+@pytest.mark.ray
+def test_resources_the_cluster_lacks_are_refused(tmp_path):
+    pytest.importorskip("ray")
+    result = dqn_sweep("--games", "pong", "--out", str(tmp_path), "--cpus-per-run", "64")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"--cpus-per-run 64: the Ray cluster has {os.cpu_count()} CPUs" in result.stderr
