@@ -11,7 +11,9 @@ import click
 
 
 def fail(message: str, code: int = 2):
-    """Print ``<program>: error: <message>`` on stderr and exit with ``code`` (2: bad input)."""
+    """Print ``<program>: error: <message>`` on stderr, on one line (a library's message may
+    hold several), and exit with ``code`` (2: bad input)."""
+    message = " ".join(line.strip() for line in message.splitlines() if line.strip())
     click.echo(f"{Path(sys.argv[0]).name or 'dqn'}: error: {message}", err=True)
     sys.exit(code)
 
@@ -30,7 +32,7 @@ def run_command(command: click.Command, args: list[str] | None = None):
     try:
         code = command.main(args=args, standalone_mode=False)
     except click.ClickException as e:
-        fail(" ".join(e.format_message().split("\n")), e.exit_code)
+        fail(e.format_message(), e.exit_code)
     except click.Abort:
         sys.exit(130)
     sys.exit(code or 0)

@@ -136,7 +136,9 @@ class History:
             raise ValueError(f"which must be 'model' or 'best_model', not {which!r}")
         with _open(self.path) as f:
             if which not in f:
-                raise HistoryError(f"{self.path}: no {which} stored (best_model exists after an evaluation)")
+                hint = ("a slim copy keeps best_model: play it with --best" if "best_model" in f else
+                        "best_model exists after an evaluation")
+                raise HistoryError(f"{self.path}: no {which} stored ({hint})")
             return {k: torch.from_numpy(v[()]).float() for k, v in f[which].items()}
 
     def load_network(self, which: str = "model") -> torch.nn.Module:

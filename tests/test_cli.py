@@ -21,6 +21,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from dqn_nature import __version__, eval_log, load_history
 from dqn_nature.cli import train
 from dqn_nature.config import Config, resolve
+from dqn_nature.console import fail
 from dqn_nature.network import convnet_atari3
 
 DQN_TRAIN = shutil.which("dqn-train")
@@ -352,6 +353,12 @@ USAGE_ERRORS = [
     ("dqn_nature.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
     ("dqn_nature.plot", ["--bogus"], r"No such option '--bogus'"),
 ]
+
+
+def test_a_message_of_several_lines_is_printed_as_one(capsys):
+    with pytest.raises(SystemExit) as stop:
+        fail("cannot open x.h5:\n  unable to open file\n")
+    assert stop.value.code == 2 and capsys.readouterr().err.endswith("error: cannot open x.h5: unable to open file\n")
 
 
 @pytest.mark.parametrize("module, args, message", USAGE_ERRORS, ids=[" ".join(a) for _, a, _ in USAGE_ERRORS])
