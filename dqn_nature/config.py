@@ -124,6 +124,7 @@ def field_type(f) -> type:
     return args[0] if args else f.type
 
 
+SEED_LIMIT = 2**31  # seeds are below it: the emulator's seed is a C int
 _BY_ANY_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}}
 
 
@@ -209,8 +210,9 @@ def _named(values: dict, source: str) -> dict:
         f = _BY_ANY_NAME.get(key)
         if f is None:
             raise ConfigError(f"unknown {source} {key!r}")
-        if not (isinstance(value, BareWord) and field_type(f) is not str and value in _BY_ANY_NAME):
-            out[f.name] = _coerce(f, value)
+        if isinstance(value, BareWord) and field_type(f) is not str and value in _BY_ANY_NAME:
+            continue  # nil in Lua: the option keeps its default (see BareWord)
+        out[f.name] = _coerce(f, value)
     return out
 
 
@@ -325,7 +327,7 @@ def validate(c: Config) -> None:
         value = getattr(c, f.name)
         if field_type(f) is float and value is not None and not math.isfinite(value):
             raise ConfigError(f"{f.name} must be a finite number, not {value}")
-    if not 0 <= c.seed < 2**31:
+    if not 0 <= c.seed < SEED_LIMIT:
         raise ConfigError(f"seed must be in [0, 2^31), not {c.seed} (the emulator's seed is a C int)")
     if c.gpu < -1:
         raise ConfigError(f"gpu must be -1 (the CPU) or a CUDA device number, not {c.gpu}")

@@ -19,7 +19,8 @@ def fail(message: str, code: int = 2):
 
 
 def refuse_to_replace(target: str, overwrite: bool, suffix: str = ".h5"):
-    """``fail`` unless ``target`` ends with ``suffix`` and, without ``overwrite``, does not exist."""
+    """``fail`` (exit 2) unless ``target`` ends with ``suffix`` and, without ``overwrite``,
+    does not exist: a user's file is replaced only when asked."""
     if not target.endswith(suffix):
         fail(f"{target}: name the output file <name>{suffix}")
     if not overwrite and os.path.exists(target):

@@ -31,7 +31,7 @@ def atomic_path(path: str):
     if os.path.exists(path) and not os.path.isfile(path):
         yield path
         return
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = os.path.dirname(path)
     prefix = f".{os.path.basename(path)}.tmp"
     for name in os.listdir(folder):
         pid = name[len(prefix):]

@@ -210,7 +210,7 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     ``slimmed_from`` names ``source``. ``target`` may be ``source`` (replaced atomically).
 
     Args:
-        networks: which of ``"model"`` and ``"best_model"`` to keep (those present).
+        networks: which of ``"model"`` and ``"best_model"`` to keep (each must be in ``source``).
         float16: store the kept networks in float16 (they load back as float32; Q-values
             then differ from the float32 ones by about 2e-4 relative on a trained Pong network);
             False keeps them as stored.

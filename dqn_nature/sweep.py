@@ -115,13 +115,15 @@ def parse_seeds(text: str) -> list[int]:
         click.BadParameter: not of that form, a range whose end is below its start, a seed
             dqn-train refuses (2^31 or more), or more than ``MAX_SEEDS`` seeds.
     """
+    from .config import SEED_LIMIT
+
     seeds = {}
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m or (m[2] and int(m[2]) < int(m[1])):
             raise click.BadParameter(f"{part.strip()!r} is not a seed or a range like 1-5", param_hint="--seeds")
         first, last = int(m[1]), int(m[2] or m[1])
-        if last >= 2**31 or last - first + len(seeds) >= MAX_SEEDS:
+        if last >= SEED_LIMIT or last - first + len(seeds) >= MAX_SEEDS:
             raise click.BadParameter(f"{part.strip()!r}: seeds are below 2^31, at most {MAX_SEEDS} of them",
                                      param_hint="--seeds")
         seeds.update(dict.fromkeys(range(first, last + 1)))
@@ -378,7 +380,8 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             raise click.BadParameter("no game given", param_hint="--games")
         seed_list = parse_seeds(seeds)
         forwarded, config = train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
-        check_same_experiment(record_path, fixed_options(config))
+        options = fixed_options(config)
+        check_same_experiment(record_path, options)
     except (click.ClickException, ConfigError) as e:
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
@@ -388,7 +391,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
 
     resume_supported = any("--resume" in p.opts for p in train.params)
     arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
-                     steps=config.steps, options=fixed_options(config), address=address, cpus_per_run=cpus_per_run,
+                     steps=config.steps, options=options, address=address, cpus_per_run=cpus_per_run,
                      gpus_per_run=gpus_per_run, max_concurrent=max_concurrent)
     done_before = previous_finished(record_path, arguments)
     runs = []

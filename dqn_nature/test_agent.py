@@ -234,8 +234,8 @@ _DEFAULTS = Config()
 @_option("seed", type=int, default=_DEFAULTS.seed, show_default=True, help="random seed")
 @_option("gpu", type=int, default=-1, show_default=True, help="CUDA device; -1: the CPU")
 @_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
-def test_command(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts, pool_frms,
-         gif_file, video, frame_skip, overlay, csv_file, seed, gpu, threads):
+def test_command(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts,
+                 pool_frms, gif_file, video, frame_skip, overlay, csv_file, seed, gpu, threads):
     """Watch a trained network play GAME: print each episode's score and length, optionally
     write a GIF, a video and a CSV of the steps.
 

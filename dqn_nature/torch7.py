@@ -370,7 +370,7 @@ def whole_number(value, default: int, path: str, what: str) -> int:
     """A Lua number that counts steps or frames as an int; ``default`` where it is nil, false or 0.
 
     Raises:
-        LegacyError: not a whole number >= 0 (the message names ``path`` and ``what``).
+        LegacyError: not a positive whole number (the message names ``path`` and ``what``).
     """
     if not value:
         return default
