@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from .config import FIELDS, agent_defaults, lua_name
+from .cuda_graph import CudaGraph
 from .network import convnet_atari3
 from .optim import DeepMindRMSProp
 from .preprocess import scale_y, to_bytes
@@ -93,6 +94,9 @@ class NeuralQLearner:
         self.optimizer = DeepMindRMSProp(self.network.parameters(), lr=self.lr, wc=float(p["wc"]))
         self.transitions = TransitionTable(self.state_dim, self.n_actions, self.hist_len,
                                            p["replay_memory"], p["bufferSize"], rng=self.rng)
+        if self.device.type == "cuda":
+            self._forward_graph = CudaGraph(self._greedy_q, self.device)
+            self._update_graph = CudaGraph(self._learn, self.device)
 
     # -- schedules -------------------------------------------------------------------
     def train_epsilon(self) -> float:
@@ -109,12 +113,15 @@ class NeuralQLearner:
 
     # -- acting ------------------------------------------------------------------------
     def _autocast(self):
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16")
+        # A cast weight cached across calls would be stale inside a replayed CUDA graph.
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16",
+                              cache_enabled=self.device.type == "cpu")
 
     def _to_input(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
         channels-last tensor on the device."""
-        x = torch.from_numpy(np.ascontiguousarray(frames)).to(self.device)
+        x = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(frames))
+        x = x.to(self.device)
         x = x.reshape(len(x), -1, 84, 84)
         # Reordered while still uint8 (a quarter of the bytes, one float copy, not two), one
         # channel at a time: 2x faster than .contiguous(memory_format=channels_last) for 4.
@@ -124,13 +131,18 @@ class NeuralQLearner:
         x = nhwc.permute(0, 3, 1, 2)
         return x.float().div_(255) if x.dtype == torch.uint8 else x.float()
 
+    def _greedy_q(self, states) -> torch.Tensor:
+        with torch.inference_mode(), self._autocast():
+            return self.network(self._to_input(states)).float()
+
     def greedy(self, state: np.ndarray) -> int:
         """Argmax of Q(state, .) with uniform random tie-breaking (``greedy``).
 
         state: float32 (hist_len, state_dim) in [0, 1]. Sets ``bestq``. Returns an action index.
         """
-        with torch.inference_mode(), self._autocast():
-            q = self.network(self._to_input(state[None])).float().cpu().numpy()[0]
+        states = state[None]
+        q = (self._forward_graph(None, states) if self.device.type == "cuda" else self._greedy_q(states))
+        q = q.cpu().numpy()[0]
         best = np.flatnonzero(q == q.max())
         if len(best) == 0:  # NaN Q-values: the Lua loop keeps the first action
             best = np.array([0])
@@ -229,17 +241,23 @@ class NeuralQLearner:
     def q_learn_minibatch(self) -> None:
         """One minibatch update (``qLearnMinibatch``): ``dw = sum_i delta_i dQ(s_i, a_i)/dw``
         (summed, not averaged) applied by ``DeepMindRMSProp`` at the annealed learning rate."""
-        s, a, r, s2, term = self.transitions.sample(self.minibatch_size)
+        minibatch = self.transitions.sample(self.minibatch_size)
+        self.lr = self.learning_rate()
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        if self.device.type == "cuda":
+            self._update_graph((self.lr, self.r_max), *minibatch)
+        else:
+            self._learn(*minibatch)
+        self._target_stale = True
+
+    def _learn(self, s, a, r, s2, term) -> None:
         targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
         self.optimizer.zero_grad()
         # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
         # imports sympy (75 MB resident) to check the gradient's shape.
         (q_all * targets).sum().backward()
-        self.lr = self.learning_rate()
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.lr
         self.optimizer.step()
-        self._target_stale = True
 
     # -- validation ----------------------------------------------------------------------
     def sample_validation_data(self) -> None:
@@ -317,3 +335,5 @@ class NeuralQLearner:
             t.reset()
             t.buf_ind = None
             self.replay_restart = self.num_steps
+        if self.device.type == "cuda":
+            self._update_graph.reset()  # the optimiser's buffers are new tensors

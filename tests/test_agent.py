@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from dqn_nature import NeuralQLearner
+from dqn_nature import NeuralQLearner, cuda_graph
 from dqn_nature.preprocess import scale_y, to_bytes
 
 ACTIONS = [0, 1, 3, 4, 11, 12]
@@ -193,3 +193,32 @@ def test_cuda_fp32_is_not_tf32(precision, tf32):
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = not tf32
     make_agent(gpu=0, precision=precision)
     assert torch.backends.cudnn.allow_tf32 is tf32 and torch.backends.cuda.matmul.allow_tf32 is tf32
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("params", [dict(), dict(lr_end=0.0001, lr_endt=50, rescale_r=1)])
+def test_cuda_graphs_give_the_eager_results(frames, monkeypatch, params):
+    """Updates and greedy forward passes replayed from CUDA graphs equal eager ones bit for bit,
+    with a constant learning rate (captured once) and an annealed one (eager each time)."""
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
+    calls = 2 * cuda_graph.WARMUP + 2
+
+    def learn_and_act(agent):
+        fill(agent, frames)
+        state = agent.transitions.get_recent()
+        for step in range(calls):
+            agent.num_steps = 101 + step
+            agent.q_learn_minibatch()
+            action = agent.greedy(state)
+        return action, agent.bestq, list(agent.network.parameters())
+
+    replayed = make_agent(gpu=0, **params)
+    *choice, weights = learn_and_act(replayed)
+    assert (replayed._update_graph.graph is not None) == (not params)
+    assert replayed._forward_graph.graph is not None
+    monkeypatch.setattr(cuda_graph, "WARMUP", calls + 1)
+    eager = make_agent(gpu=0, **params)
+    *eager_choice, eager_weights = learn_and_act(eager)
+    assert eager._update_graph.graph is None and eager._forward_graph.graph is None
+    assert eager_choice == choice
+    assert all(torch.equal(a, b) for a, b in zip(weights, eager_weights))
