@@ -145,10 +145,10 @@ class Trainer:
         histories and keep the best network (the evaluation block of ``train_agent.lua``)."""
         c, env, agent = self.config, self.env, self.agent
         start = time.perf_counter()
+        self.evaluating = True  # from here: new_game() can play a whole game out first
         screen, reward, terminal = env.new_game()
         total_reward = episode_reward = 0.0
         nrewards = nepisodes = 0
-        self.evaluating = True
         for _ in range(c.eval_steps):
             action = agent.perceive(reward, screen, terminal, testing=True, testing_ep=TESTING_EP)
             screen, reward, terminal = env.step(self.actions[action or 0])
