@@ -222,3 +222,32 @@ def test_cuda_graphs_give_the_eager_results(frames, monkeypatch, params):
     assert eager._update_graph.graph is None and eager._forward_graph.graph is None
     assert eager_choice == choice
     assert all(torch.equal(a, b) for a, b in zip(weights, eager_weights))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_follows_set_state(frames, monkeypatch):
+    """After ``set_state`` (new optimiser buffers) replayed updates continue from the state set."""
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
+    calls = 2 * cuda_graph.WARMUP + 2
+
+    def learn(agent):
+        for _ in range(calls):
+            agent.q_learn_minibatch()
+        return [p.detach().clone() for p in agent.network.parameters()]
+
+    replayed = make_agent(gpu=0)
+    fill(replayed, frames)
+    replayed.num_steps = 101
+    learn(replayed)
+    state = copy.deepcopy(replayed.get_state())
+    learn(replayed)
+    # Held, so that the new buffers cannot reuse these addresses and hide a stale graph.
+    old_buffers = [dict(replayed.optimizer.state[p]) for p in replayed.network.parameters()]
+    replayed.set_state(state, replay_restored=True)
+    weights = learn(replayed)
+    assert replayed._update_graph.graph is not None and old_buffers
+    monkeypatch.setattr(cuda_graph, "WARMUP", calls + 1)
+    eager = make_agent(gpu=0)
+    fill(eager, frames)
+    eager.set_state(state, replay_restored=True)
+    assert all(torch.equal(a, b) for a, b in zip(weights, learn(eager)))
