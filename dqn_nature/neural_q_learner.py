@@ -240,7 +240,8 @@ class NeuralQLearner:
 
     def q_learn_minibatch(self) -> None:
         """One minibatch update (``qLearnMinibatch``): ``dw = sum_i delta_i dQ(s_i, a_i)/dw``
-        (summed, not averaged) applied by ``DeepMindRMSProp`` at the annealed learning rate."""
+        (summed, not averaged) applied by ``DeepMindRMSProp`` at the annealed learning rate.
+        On CUDA it replays a ``CudaGraph`` of ``_learn``, keyed by the learning rate and r_max."""
         minibatch = self.transitions.sample(self.minibatch_size)
         self.lr = self.learning_rate()
         for group in self.optimizer.param_groups:
