@@ -285,6 +285,8 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
                        + ("restored" if replay else f"empty: learning resumes after {config.learn_start} steps"))
     except (GameError, HistoryError, CheckpointError) as e:
         fail(str(e))
+    for warning in trainer.schedule_warnings():
+        click.echo(warning, err=True)
     checkpoint_path = config.name + ".ckpt"
     checkpoint_freq = config.checkpoint_freq or config.save_freq
 

@@ -95,6 +95,22 @@ class Trainer:
         self.train_time = 0.0  # seconds of training, evaluations excluded
         self.evaluating = False  # true while evaluate() plays its eval_steps steps
 
+    def schedule_warnings(self) -> list[str]:
+        """One-line warnings for a run, from ``self.step`` on, that ends before learning starts
+        or before its next evaluation (evaluations come at multiples of ``eval_freq`` after
+        ``learn_start``, as in ``run()``)."""
+        c, agent = self.config, self.agent
+        warnings = []
+        learning = agent.learn_start + agent.replay_restart
+        if c.steps <= learning:
+            warnings.append(f"warning: the run ends at step {c.steps}, before learning starts after step {learning} "
+                            "(--learn-start): the network is not trained")
+        first = (max(self.step, agent.learn_start) // c.eval_freq + 1) * c.eval_freq
+        if first > c.steps:
+            warnings.append(f"warning: the run ends at step {c.steps}, before the next evaluation at step {first} "
+                            "(every --eval-freq after --learn-start)")
+        return warnings
+
     def load_network(self, path: str, best: bool = False) -> None:
         """Start from the network stored in a history ``.h5`` or a DQN 3.0 ``.t7`` (the Lua ``-network`` flag).
 

@@ -367,3 +367,19 @@ def test_usage_errors_are_one_line(module, args, message, capsys):
         importlib.import_module(module).main(args)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and len(err.splitlines()) == 1 and re.search(r"error: " + message, err), err
+
+
+@pytest.mark.parametrize("steps, learn_start, eval_freq, warned, evaluations", [
+    (200, 100, 200, [], [200]),
+    (200, 100, 250, ["before the next evaluation at step 250"], []),
+    (100, 100, 50, ["before learning starts after step 100", "before the next evaluation at step 150"], []),
+])
+def test_a_run_too_short_to_learn_or_evaluate_is_warned(tmp_path, steps, learn_start, eval_freq, warned,
+                                                        evaluations):
+    result = dqn_train(tmp_path, *SHORT, "--learn-start", learn_start, "--steps", steps, "--eval-freq", eval_freq,
+                       "--eval-steps", 20)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == len(warned), result.stderr
+    assert all(line.startswith("warning: the run ends at step") and w in line for w, line in zip(warned, lines))
+    assert load_history(str(tmp_path / "DQN3_0_1_pong_FULL_Y.h5")).step_history.tolist() == evaluations
