@@ -112,7 +112,7 @@ def test_vectorised_sampling_draws_as_sample_one():
 
 
 def test_bf16_trains_with_finite_values(tmp_path):
-    trainer = train(tmp_path, precision="bf16", steps=800, eval_freq=250)
+    trainer = train(tmp_path, precision="bf16", steps=700, eval_freq=650)
     agent = trainer.agent
     initial = Trainer(resolve(dict(RUN, name=str(tmp_path / "init")))).agent.network.state_dict()
     changed = [not torch.equal(initial[k], v) for k, v in agent.network.state_dict().items()]
