@@ -221,8 +221,8 @@ def test_sigterm_writes_and_resumes(tmp_path):
 
 
 def test_sigint_during_an_evaluation_says_it_waits_for_its_end(tmp_path):
-    # Step 199's progress line comes just before step 200's evaluation of 5,000 steps (seconds).
-    proc = start(tmp_path, *TINY, "--steps", 1000, "--eval-freq", 200, "--eval-steps", 5000, "--verbose", 1,
+    # Step 199's progress line comes just before step 200's evaluation of 2,000 steps (seconds).
+    proc = start(tmp_path, *TINY, "--steps", 1000, "--eval-freq", 200, "--eval-steps", 2000, "--verbose", 1,
                  "--prog-freq", 199, "--name", "run")
     for line in proc.stdout:
         if line.startswith("Steps: 199 "):
