@@ -20,7 +20,7 @@ from click.core import ParameterSource
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
-from .console import LuaCommand, fail, run_command
+from .console import LuaCommand, fail, os_reason, run_command
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
@@ -306,7 +306,7 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
                 try:
                     logs.write(trainer, event.evaluation)
                 except OSError as e:  # a log is a convenience: never worth the run
-                    tqdm.write(f"warning: evaluation at step {event.step} not logged ({e.strerror or e}); "
+                    tqdm.write(f"warning: evaluation at step {event.step} not logged ({os_reason(e)}); "
                                "the history file keeps its figures", file=sys.stderr)
             last = event.step == config.steps
             if event.step % config.save_freq == 0 or last:
@@ -320,8 +320,7 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
                 sys.exit(128 + stop.signum)
     except OSError as e:
         progress.close()
-        reason = os.strerror(e.errno) if e.errno else " ".join(str(e).split())  # h5py's messages span lines
-        fail(f"cannot write output for --name {config.name!r}: {reason}; the files written before are intact",
+        fail(f"cannot write output for --name {config.name!r}: {os_reason(e)}; the files written before are intact",
              code=1)
     progress.close()
     logs.close()

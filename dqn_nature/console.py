@@ -18,6 +18,12 @@ def fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+def os_reason(e: OSError) -> str:
+    """Why an ``OSError`` happened, in the system's words for its errno (\"Read-only file
+    system\"): h5py's own message runs over several lines and names the temporary file."""
+    return os.strerror(e.errno) if e.errno else e.strerror or " ".join(str(e).split())
+
+
 def refuse_to_replace(target: str, overwrite: bool, suffix: str = ".h5"):
     """``fail`` (exit 2) unless ``target`` ends with ``suffix`` and, without ``overwrite``,
     does not exist: a user's file is replaced only when asked."""

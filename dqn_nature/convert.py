@@ -5,7 +5,7 @@ import click
 import h5py
 
 from . import __version__
-from .console import LuaCommand, fail, refuse_to_replace, run_command
+from .console import LuaCommand, fail, os_reason, refuse_to_replace, run_command
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
 from .history import HISTORY_FIELDS, save_history
@@ -101,7 +101,7 @@ def convert_command(source, target, game, n_actions, cuda_conv, overwrite):
     except (LegacyError, GameError) as e:
         fail(str(e))
     except OSError as e:
-        fail(f"cannot write {target}: {e.strerror or e}")
+        fail(f"cannot write {target}: {os_reason(e)}")
 
 
 def main(args=None):

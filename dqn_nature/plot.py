@@ -14,7 +14,7 @@ import os
 import click
 import numpy as np
 
-from .console import fail, run_command
+from .console import fail, os_reason, run_command
 from .files import atomic_path
 from .history import HistoryError, load_runs
 from .scores import reference
@@ -214,7 +214,7 @@ def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_
     except (PlotError, HistoryError) as e:
         fail(str(e))
     except OSError as e:
-        fail(f"cannot write {output}: {e.strerror or e}", code=1)
+        fail(f"cannot write {output}: {os_reason(e)}", code=1)
     click.echo(f"Wrote {output}")
 
 

@@ -5,7 +5,7 @@ import os
 
 import click
 
-from .console import fail, refuse_to_replace, run_command
+from .console import fail, os_reason, refuse_to_replace, run_command
 from .history import HistoryError, slim_history
 
 NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best_model"), "none": ()}
@@ -29,7 +29,7 @@ def slim_command(source, target, networks, float32, overwrite):
     except HistoryError as e:
         fail(str(e))
     except OSError as e:
-        fail(f"cannot write {target}: {e.strerror or e}")
+        fail(f"cannot write {target}: {os_reason(e)}")
 
 
 def main(args=None):

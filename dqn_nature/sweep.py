@@ -25,7 +25,7 @@ import time
 import click
 from tqdm import tqdm
 
-from .console import fail, run_command
+from .console import fail, os_reason, run_command
 
 POLL_SECONDS = 3.0
 MAX_SEEDS = 1000
@@ -426,7 +426,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         os.makedirs(out, exist_ok=True)
         write_record(record_path, arguments, runs, started, None)
     except OSError as e:
-        fail(f"cannot write {record_path}: {e}")
+        fail(f"cannot write {record_path}: {os_reason(e)}")
     if ray:
         try:
             interrupted = _run_all(ray, todo, table, forwarded, resume_supported,

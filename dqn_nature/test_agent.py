@@ -19,7 +19,7 @@ import click
 import numpy as np
 
 from .cli import StopRequest
-from .console import LuaCommand, fail, run_command
+from .console import LuaCommand, fail, os_reason, run_command
 from .config import Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
@@ -291,7 +291,7 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
                 sinks, rows = _open_outputs(stack, gif_file, video, csv_file, per_image, env.screen.frames.shape[1:3],
                                             names)
             except OSError as e:
-                fail(f"cannot open the output files: {e.strerror or e}")
+                fail(f"cannot open the output files: {os_reason(e)}")
             for s in play(env, agent, episodes, testing_ep, max_steps, with_q=rows is not None):
                 if rows is not None:
                     rows.writerow([s.episode, s.step, s.action, s.reward, *s.q.tolist()])
@@ -308,7 +308,7 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
                 if stop.signum is not None:
                     break
     except OSError as e:
-        fail(f"cannot write the output files: {e.strerror or e}", code=1)
+        fail(f"cannot write the output files: {os_reason(e)}", code=1)
     if results:
         scores = np.array([e.score for e in results])
         click.echo(f"Mean score {scores.mean():g}, std {scores.std():g} over {len(scores)} episode(s)")

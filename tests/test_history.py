@@ -1,5 +1,6 @@
 """The HDF5 history file: round trip and clear errors on files that are not histories."""
 import os
+import resource
 import subprocess
 
 import h5py
@@ -96,6 +97,13 @@ def test_slim_command_errors(tmp_path):
     assert result.returncode == 2 and result.stderr.strip().endswith("x.h5 exists; replace it with --overwrite, "
                                                                      "or choose another name")
     assert (tmp_path / "x.h5").read_text() == "not hdf5"
+    # h5py's error, in the system's words: not its paragraph naming the temporary file
+    limited = subprocess.run(["dqn-slim", str(tmp_path / "run.h5"), str(tmp_path / "y.h5"), "--networks", "last"],
+                             capture_output=True, text=True,
+                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192)))
+    assert limited.returncode == 2
+    assert limited.stderr == f"dqn-slim: error: cannot write {tmp_path / 'y.h5'}: File too large\n"
+    assert sorted(os.listdir(tmp_path)) == ["run.h5", "x.h5"]
     result = slim(tmp_path / "y.h5")  # the default keeps best_model, which this run has not made
     assert result.returncode == 2 and "run.h5 holds no best_model network" in result.stderr
     assert not (tmp_path / "y.h5").exists()
