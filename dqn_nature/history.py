@@ -13,7 +13,6 @@ import os
 
 import h5py
 import numpy as np
-import torch
 
 from .config import FIELDS
 from .files import atomic_path
@@ -84,6 +83,8 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
 
 def save_network_params(path: str, network: torch.nn.Module) -> None:
     """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically."""
+    import torch  # here, not at the top: every command imports this module, and --help needs no torch
+
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
     with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
         f.attrs["format"] = PARAMS_FORMAT
@@ -132,6 +133,8 @@ class History:
         Raises:
             HistoryError: the file has no such network (no evaluation yet for best_model).
         """
+        import torch
+
         if which not in ("model", "best_model"):
             raise ValueError(f"which must be 'model' or 'best_model', not {which!r}")
         with _open(self.path) as f:

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -383,3 +384,12 @@ def test_a_run_too_short_to_learn_or_evaluate_is_warned(tmp_path, steps, learn_s
     assert len(lines) == len(warned), result.stderr
     assert all(line.startswith("warning: the run ends at step") and w in line for w, line in zip(warned, lines))
     assert load_history(str(tmp_path / "DQN3_0_1_pong_FULL_Y.h5")).step_history.tolist() == evaluations
+
+
+def test_commands_start_without_torch():
+    """--help and usage errors come in a fraction of a second: no command imports torch
+    (seconds) before it runs."""
+    commands = ("cli", "test_agent", "convert", "plot", "report", "sweep", "slim")
+    script = f"import sys\nfor m in {commands}: __import__('dqn_nature.' + m)\nprint('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout == "False\n"
