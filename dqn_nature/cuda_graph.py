@@ -2,8 +2,9 @@
 
 On a GPU, the agent's action forward pass and minibatch update are little GPU work (the
 update under a millisecond on an H100) behind tens to hundreds of kernel launches from
-Python, each costing the CPU more than the GPU; a captured graph launches them all at once. The kernels and their arguments are those of the eager call, so the results
-are the same.
+Python, each costing the CPU more than the GPU; a captured graph launches them all at
+once. The kernels and their arguments are those of the eager call, so the results are the
+same.
 """
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ WARMUP = 3  # eager calls with the same key before capture (CUDA's lazy set-up h
 class CudaGraph:
     """``fn(*tensors)`` on static CUDA input tensors, captured once and replayed.
 
-    Each call copies its NumPy arguments through pinned host buffers into the static
-    inputs, without waiting for the copy (both are allocated at the first call with its
-    shapes and dtypes, which later calls must keep), and returns ``fn``'s
-    output tensors, which the next call overwrites. Python scalars ``fn`` reads from
+    ``graph(key, *arrays)`` copies the NumPy ``arrays`` through pinned host buffers into
+    the static inputs without waiting for the copy, and returns ``fn``'s output (CUDA
+    tensors, overwritten by the next call). Buffers and inputs are allocated at the first
+    call with its arrays' shapes and dtypes; later calls must pass the same (an array of
+    another shape that broadcasts is not detected). Python scalars ``fn`` reads from
     elsewhere (a learning rate) are frozen into the graph, so the caller passes them as
-    ``key``: a call with a new key runs eagerly and the graph is captured again once the
-    key has held for ``WARMUP`` calls. ``reset()`` drops the graph, for when tensors
-    ``fn`` uses in place (optimiser state) are replaced.
+    ``key``: a call with a new key runs eagerly, and the graph is captured again once the
+    key has held for ``WARMUP`` calls. ``reset()`` drops the graph, for when tensors ``fn``
+    uses in place (optimiser state) are replaced.
 
     Args:
         fn: function of the static input tensors; its CUDA work is captured.
@@ -35,7 +37,7 @@ class CudaGraph:
     def __init__(self, fn: Callable, device: torch.device):
         self.fn, self.device = fn, device
         self.stream = torch.cuda.Stream(device)
-        self.inputs = self.output = self.graph = self.key = None
+        self.host = self.inputs = self.output = self.graph = self.key = None
         self.copied = torch.cuda.Event()  # recorded after the last call's copies to the GPU
         self.calls = 0
 
@@ -45,24 +47,26 @@ class CudaGraph:
 
     def __call__(self, key: Hashable, *arrays: np.ndarray):
         if self.inputs is None:
-            self.pinned = [torch.from_numpy(np.array(x)).pin_memory() for x in arrays]
-            self.inputs = [torch.empty_like(t, device=self.device) for t in self.pinned]
+            pinned = [torch.from_numpy(np.array(x)).pin_memory() for x in arrays]
+            self.host = [(t, t.numpy()) for t in pinned]
+            self.inputs = [torch.empty_like(t, device=self.device) for t in pinned]
+        main = torch.cuda.current_stream(self.device)
         self.copied.synchronize()  # the pinned buffers are free once read
-        for pinned, t, x in zip(self.pinned, self.inputs, arrays):
-            pinned.numpy()[...] = x
+        for (pinned, view), t, x in zip(self.host, self.inputs, arrays):
+            view[...] = x
             t.copy_(pinned, non_blocking=True)
-        self.copied.record(torch.cuda.current_stream(self.device))
+        self.copied.record(main)
         if key != self.key:
             self.key = key
             self.reset()
         if self.graph is None:
             # Eager and capture run on a side stream, as CUDA graph capture requires.
-            self.stream.wait_stream(torch.cuda.current_stream(self.device))
+            self.stream.wait_stream(main)
             if self.calls < WARMUP:
                 self.calls += 1
                 with torch.cuda.stream(self.stream):
                     self.output = self.fn(*self.inputs)
-                torch.cuda.current_stream(self.device).wait_stream(self.stream)
+                main.wait_stream(self.stream)
                 return self.output
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph, stream=self.stream):

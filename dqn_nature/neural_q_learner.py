@@ -132,6 +132,7 @@ class NeuralQLearner:
         return x.float().div_(255) if x.dtype == torch.uint8 else x.float()
 
     def _greedy_q(self, states) -> torch.Tensor:
+        """Q-values float32 (N, n_actions) of uint8 or float32 states (N, hist_len, state_dim)."""
         with torch.inference_mode(), self._autocast():
             return self.network(self._to_input(states)).float()
 
@@ -253,6 +254,8 @@ class NeuralQLearner:
         self._target_stale = True
 
     def _learn(self, s, a, r, s2, term) -> None:
+        """The update proper on a minibatch as ``get_q_update`` takes it (NumPy arrays, or
+        CUDA tensors inside a ``CudaGraph``), at the learning rate already set."""
         targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
         self.optimizer.zero_grad()
         # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but

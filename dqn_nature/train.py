@@ -98,7 +98,7 @@ class Trainer:
     def schedule_warnings(self) -> list[str]:
         """One-line warnings for a run, from ``self.step`` on, that ends before learning starts
         or before its next evaluation (evaluations come at multiples of ``eval_freq`` after
-        ``learn_start``, as in ``run()``)."""
+        ``learn_start``, as in ``run()``; all counts in agent steps). No Lua counterpart."""
         c, agent = self.config, self.agent
         warnings = []
         learning = agent.learn_start + agent.replay_restart
