@@ -261,8 +261,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     with run_lock(config.name):
         gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
         threads = training.set_threads(config.threads)
-        if gpu < 0 and config.precision == "tf32":
-            click.echo("warning: --precision tf32 is a CUDA mode; computing in fp32 on the CPU", err=True)
+        if warning := training.precision_warning(config.precision, gpu):
+            click.echo(warning, err=True)
         if config.verbose >= 1:
             click.echo("Arguments:")
             for key, value in config.as_dict().items():

@@ -24,6 +24,7 @@ from dqn_nature.cli import train
 from dqn_nature.config import Config, resolve
 from dqn_nature.console import fail
 from dqn_nature.network import convnet_atari3
+from dqn_nature.train import precision_warning
 
 DQN_TRAIN = shutil.which("dqn-train")
 # One torch thread: on a shared 2-core machine two threads cost three times the CPU time.
@@ -384,6 +385,28 @@ def test_a_run_too_short_to_learn_or_evaluate_is_warned(tmp_path, steps, learn_s
     assert len(lines) == len(warned), result.stderr
     assert all(line.startswith("warning: the run ends at step") and w in line for w, line in zip(warned, lines))
     assert load_history(str(tmp_path / "DQN3_0_1_pong_FULL_Y.h5")).step_history.tolist() == evaluations
+
+
+@pytest.mark.parametrize("cpu, expected", [
+    ({"architecture": "x86_64", "amx_tile": True, "avx512_bf16": True}, None),
+    ({"architecture": "x86_64", "amx_tile": False, "avx512_bf16": True}, "no AMX: --precision bf16 is slower"),
+    ({"architecture": "x86_64", "amx_tile": False, "avx512_bf16": False}, "emulated, about 5 times slower"),
+    ({"architecture": "aarch64"}, None),
+])
+def test_bf16_on_a_cpu_without_native_bfloat16_is_warned(monkeypatch, cpu, expected):
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: cpu)
+    warning = precision_warning("bf16", -1)
+    assert warning is None if expected is None else warning.startswith("warning: this CPU has") and expected in warning
+    assert precision_warning("bf16", 0) is None and precision_warning("fp32", -1) is None
+
+
+def test_dqn_train_prints_the_precision_warning(tmp_path):
+    result = dqn_train(tmp_path, *SHORT, "--steps", 100, "--eval-freq", 100, "--eval-steps", 20, "--precision", "bf16")
+    assert result.returncode == 0, result.stderr
+    expected = [w for w in [precision_warning("bf16", -1)] if w]  # this machine's CPU decides
+    lines = result.stderr.splitlines()
+    assert lines[:len(expected)] == expected and len(lines) == len(expected) + 2, lines
+    assert all(line.startswith("warning: the run ends at step 100") for line in lines[len(expected):])
 
 
 def test_commands_start_without_torch():
