@@ -2,6 +2,7 @@
 argument string, repeatability, and one clear line on bad input."""
 import csv
 import errno
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -407,6 +408,28 @@ def test_dqn_train_prints_the_precision_warning(tmp_path):
     lines = result.stderr.splitlines()
     assert lines[:len(expected)] == expected and len(lines) == len(expected) + 2, lines
     assert all(line.startswith("warning: the run ends at step 100") for line in lines[len(expected):])
+
+
+# Loaded from PYTHONPATH by Python's startup: a Ctrl-C (SIGINT) lands while the command imports click.
+CTRL_C_DURING_IMPORTS = """
+import builtins, os, signal
+_import = builtins.__import__
+def _hook(name, *args, **kwargs):
+    if name == "click" and not getattr(_hook, "done", False):
+        _hook.done = True
+        os.kill(os.getpid(), signal.SIGINT)
+    return _import(name, *args, **kwargs)
+builtins.__import__ = _hook
+"""
+
+
+@pytest.mark.parametrize("command", sorted(e.name for e in importlib.metadata.entry_points(group="console_scripts")
+                                           if e.value.startswith("dqn_nature.")))
+def test_ctrl_c_while_a_command_loads_exits_quietly(tmp_path, command):
+    (tmp_path / "sitecustomize.py").write_text(CTRL_C_DURING_IMPORTS)
+    result = subprocess.run([shutil.which(command), "--help"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "")
 
 
 def test_commands_start_without_torch():

@@ -1,0 +1,24 @@
+"""The ``dqn-*`` console entry points. Each imports its command's module on the call, so that
+a Ctrl-C while the imports run (a few tenths of a second) exits with status 130, as it does
+later, instead of printing a traceback."""
+import importlib
+import sys
+
+
+def _entry(module: str):
+    def main():
+        try:
+            command = importlib.import_module(f"dqn_nature.{module}").main
+        except KeyboardInterrupt:
+            sys.exit(130)
+        command()
+    return main
+
+
+train = _entry("cli")
+test = _entry("test_agent")
+convert = _entry("convert")
+plot = _entry("plot")
+report = _entry("report")
+sweep = _entry("sweep")
+slim = _entry("slim")
