@@ -28,6 +28,7 @@ from tqdm import tqdm
 from .console import fail, os_reason, run_command
 
 POLL_SECONDS = 3.0
+CONNECT_SECONDS = 10.0  # for a Ray cluster given by --address host:port
 MAX_SEEDS = 1000
 FORMAT = "dqn_nature.sweep"
 FORMAT_VERSION = 1
@@ -331,8 +332,20 @@ def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
 
 
 def start_ray(address: str | None):
-    """``ray.init`` on a local embedded instance (all CPUs of this machine) or at ``address``."""
+    """``ray.init`` on a local embedded instance (all CPUs of this machine) or at ``address``.
+
+    Raises ``ConnectionError`` at once when ``address`` names a host and port (``host:port``
+    or ``ray://host:port``) that does not accept a connection within ``CONNECT_SECONDS``:
+    Ray itself would retry for minutes, printing warnings.
+    """
     import logging
+
+    host, colon, port = (address or "").removeprefix("ray://").rpartition(":")
+    if colon and port.isdigit():
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+        except OSError as e:
+            raise ConnectionError(e.strerror or str(e)) from e
 
     import ray
 

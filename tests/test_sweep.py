@@ -3,6 +3,7 @@ command itself (marked ``ray``; about 40 s on 2 cores)."""
 import csv
 import json
 import os
+import socket
 import subprocess
 
 import click
@@ -52,6 +53,17 @@ def test_without_ray_says_how_to_install(tmp_path, monkeypatch):
     result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY])
     assert result.exit_code == 2
     assert "pip install dqn-nature[ray]" in result.output
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_an_address_that_refuses_connections_fails_at_once(tmp_path, scheme):
+    with socket.socket() as s:  # a port nobody listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path / "s"),
+                                                      "--address", f"{scheme}127.0.0.1:{port}", *TINY])
+    assert result.exit_code == 2
+    assert result.output.endswith(f"error: cannot start or reach Ray at {scheme}127.0.0.1:{port}: Connection refused\n")
 
 
 def dqn_sweep(*args):
