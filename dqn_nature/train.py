@@ -283,4 +283,3 @@ def precision_warning(precision: str, gpu: int) -> str | None:
     if cpu.get("avx512_bf16"):
         return "warning: this CPU has no AMX: --precision bf16 is slower than fp32 on it"
     return "warning: this CPU has neither AMX nor AVX-512 BF16: --precision bf16 is emulated, about 5 times slower than fp32"
-
