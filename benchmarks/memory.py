@@ -82,7 +82,7 @@ def train_full(size: int, steps: int, folder: str) -> None:
         pass
     trainer.save()
     print(f"trainer: {steps} steps with a full table of {size} transitions, history saved; "
-          f"peak RSS {peak_rss_gb():.2f} GB", flush=True)
+          f"peak RSS {peak_rss_gb():.3f} GB", flush=True)
 
 
 @click.command(context_settings=dict(help_option_names=["-h", "--help"]))
@@ -98,7 +98,7 @@ def main(size, frames, steps):
     table.fill_buffer()
     per = table_bytes(table) / size
     click.echo(f"table: {size} transitions in {seconds:.0f} s by add(), {per:.0f} bytes per transition "
-               f"({table_bytes(table) / 1e9:.2f} GB); peak RSS {peak_rss_gb():.2f} GB "
+               f"({table_bytes(table) / 1e9:.2f} GB); peak RSS {peak_rss_gb():.3f} GB "
                f"({before:.2f} GB before the table)")
     del table
     if steps:
