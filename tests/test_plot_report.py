@@ -25,11 +25,13 @@ SEED_BAND = (198, 220, 236)  # the first configuration's band: C0 at alpha 0.25 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A history written by dqn-train: 1500 steps of Pong, evaluations at steps 1000 and 1500."""
+    """A history written by dqn-train: 500 steps of Pong, evaluations at steps 250 and 500
+    (learning from step 100, with a small prefetch buffer and validation set)."""
     name = tmp_path_factory.mktemp("trained") / "pong_run"
-    subprocess.run(["dqn-train", "--game", "pong", "--steps", "1500", "--replay-memory", "2000",
-                    "--learn-start", "600", "--eval-freq", "500", "--eval-steps", "200", "--save-freq", "1500",
-                    "--gpu", "-1", "--threads", "1", "--verbose", "0", "--name", str(name)], check=True)
+    subprocess.run(["dqn-train", "--game", "pong", "--steps", "500", "--replay-memory", "2000",
+                    "--learn-start", "100", "--buffer-size", "64", "--valid-size", "50", "--eval-freq", "250",
+                    "--eval-steps", "200", "--save-freq", "500", "--gpu", "-1", "--threads", "1", "--verbose", "0",
+                    "--name", str(name)], check=True)
     return str(name) + ".h5"
 
 
@@ -72,11 +74,11 @@ def expect_error(main, args, capsys, text):
 
 def test_load_history_round_trip_from_the_trainer(trained):
     h = load_history(trained)
-    assert (h.game, h.steps, h.frames) == ("pong", 1500, 6000)
-    assert h.step_history.tolist() == [1000, 1500] and h.frame_history.tolist() == [4000, 6000]
+    assert (h.game, h.steps, h.frames) == ("pong", 500, 2000)
+    assert h.step_history.tolist() == [250, 500] and h.frame_history.tolist() == [1000, 2000]
     assert len(h.reward_history) == len(h.v_history) == 2 and len(h.time_history) == 3
     assert h.time_history[0] == 0 and np.all(np.diff(h.time_history) > 0)
-    assert h.arguments["replay_memory"] == 2000 and h.arguments["learn_start"] == 600
+    assert h.arguments["replay_memory"] == 2000 and h.arguments["learn_start"] == 100
     with h5py.File(trained) as f:
         stored = f["model/fc2.weight"][()]
     for which in ("model", "best_model"):
@@ -265,5 +267,5 @@ def test_console_scripts(trained, tmp_path):
     report = subprocess.run(["dqn-report", trained, "--format", "csv"], capture_output=True, text=True)
     assert report.returncode == 0
     row = list(csv.DictReader(report.stdout.splitlines()))[0]
-    assert (row["game"], row["frames"], row["evaluations"]) == ("pong", "6000", "2")
+    assert (row["game"], row["frames"], row["evaluations"]) == ("pong", "2000", "2")
     assert float(row["last"]) == load_history(trained).reward_history[-1]
