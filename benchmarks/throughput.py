@@ -20,6 +20,7 @@ in this process, and prints the ratio to that round's baseline.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -135,6 +136,16 @@ def rates(steps_per_s: tuple[float, float]) -> str:
     return f"{wall:7.1f} steps/s ({4 * wall:6.0f} frames/s), {cpu:7.1f} steps per CPU s"
 
 
+def machine(cuda: bool) -> str:
+    """The CPU (name, logical cores, torch's vector capability, native bfloat16 units) and, on
+    CUDA, the GPU: figures from different machines are not comparable."""
+    cpu = getattr(torch.cpu, "get_capabilities", dict)()
+    units = [name for name in ("avx512_bf16", "amx_tile") if cpu.get(name)] or ["no native bf16"]
+    text = (f"{cpu.get('cpu_name', 'CPU')}, {os.cpu_count()} logical cores, "
+            f"{torch.backends.cpu.get_cpu_capability()}, {' '.join(units)}")
+    return text + (f"; {torch.cuda.get_device_name(0)}" if cuda else "")
+
+
 @click.command(context_settings=dict(help_option_names=["-h", "--help"]))
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "bf16", "tf32"]), multiple=True, default=["fp32"],
@@ -158,6 +169,7 @@ def main(device, precision, threads, steps, learn_start, replay, epsilon, rounds
         raise click.BadParameter("tf32 is a CUDA mode (on the CPU it is fp32)", param_hint="--precision")
     gpu = 0 if cuda else -1
     n = set_threads(threads)
+    click.echo(f"machine: {machine(cuda)}")
     click.echo(f"torch {torch.__version__}, {n} torch thread(s), device {device}, steps {steps}, "
                f"learn_start {learn_start}, replay {replay}, epsilon {epsilon}")
     ratios = {p: [] for p in precision}
