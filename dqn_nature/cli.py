@@ -174,11 +174,20 @@ class StopRequest:
             tqdm.write(f"{self.name}: {reason}", file=sys.stderr)
 
 
+def numbered_histories(config) -> list[str]:
+    """The ``<name>_<k>.h5`` files under ``--name``, in order of k; none without save_versions."""
+    if not config.save_versions:
+        return []
+    prefix = config.name + "_"
+    found = {p: p[len(prefix):-3] for p in glob.glob(glob.escape(prefix) + "[0-9]*.h5")}
+    return sorted((p for p, k in found.items() if k.isdigit()), key=lambda p: int(found[p]))
+
+
 def earlier_run(config) -> str | None:
     """A file of an earlier run that a fresh run under ``--name`` would replace, or None:
     ``<name>.h5``, ``<name>.ckpt`` or, with save_versions, a ``<name>_<k>.h5``."""
-    versions = sorted(glob.glob(glob.escape(config.name) + "_[0-9]*.h5")) if config.save_versions else []
-    return next((p for p in [config.name + ".h5", config.name + ".ckpt", *versions] if os.path.isfile(p)), None)
+    paths = [config.name + ".h5", config.name + ".ckpt", *numbered_histories(config)]
+    return next((p for p in paths if os.path.isfile(p)), None)
 
 
 @contextlib.contextmanager
@@ -242,7 +251,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         else:
             config = build(changes)
         own = config.name + ".ckpt"  # a resume under the checkpoint's own name continues its files
-        if not overwrite and not (resume and os.path.exists(own) and os.path.samefile(own, checkpoint)):
+        continuing = resume and os.path.exists(own) and os.path.samefile(own, checkpoint)
+        if not overwrite and not continuing:
             existing = earlier_run(config)
             if existing and resume:
                 raise ConfigError(f"{existing} exists, from another run than {checkpoint}: replace it with "
@@ -263,6 +273,11 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         threads = training.set_threads(config.threads)
         if warning := training.precision_warning(config.precision, gpu):
             click.echo(warning, err=True)
+        if overwrite and not continuing and (numbered := numbered_histories(config)):
+            click.echo(f"warning: the earlier run's numbered histories ({numbered[0]}"
+                       + (f" ... {numbered[-1]}, {len(numbered)} files" if len(numbered) > 1 else "")
+                       + ") stay until this run writes the same numbers: --overwrite replaces files as they are "
+                       "written", err=True)
         if config.verbose >= 1:
             click.echo("Arguments:")
             for key, value in config.as_dict().items():

@@ -189,10 +189,14 @@ def test_an_earlier_run_is_kept_unless_overwrite(tmp_path, monkeypatch, earlier,
     assert result.stderr.endswith(f"error: {earlier} exists, from an earlier run: continue it with --resume run, "
                                   "replace it with --overwrite, or choose another --name\n")
     assert files_under(tmp_path) == [earlier] and (tmp_path / earlier).read_bytes() == b"an earlier run"
-    if not args:
-        result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", "--overwrite"])
-        assert result.exit_code == 0, result.output
-        assert load_history(str(tmp_path / "run.h5")).steps == 10
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", *args, "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert load_history(str(tmp_path / ("run_2.h5" if args else "run.h5"))).steps == 10
+    # A numbered history the new run does not write again (10 // 5 = 2, not 3) stays, said so.
+    said = [line for line in result.stderr.splitlines() if "numbered histories" in line]
+    assert said == (["warning: the earlier run's numbered histories (run_3.h5) stay until this run writes the same "
+                     "numbers: --overwrite replaces files as they are written"] if args else [])
+    assert (tmp_path / "run_3.h5").exists() == bool(args)
 
 
 def test_a_running_run_is_not_replaced(tmp_path, monkeypatch):
