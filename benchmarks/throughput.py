@@ -32,7 +32,7 @@ import torch
 
 from dqn_nature.config import resolve
 from dqn_nature.preprocess import scale_y, to_bytes
-from dqn_nature.train import Trainer, set_threads
+from dqn_nature.train import Trainer, cpu_capabilities, set_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import baseline  # noqa: E402  (the sibling script)
@@ -139,7 +139,7 @@ def rates(steps_per_s: tuple[float, float]) -> str:
 def machine(cuda: bool) -> str:
     """The CPU (name, logical cores, torch's vector capability, native bfloat16 units) and, on
     CUDA, the GPU: figures from different machines are not comparable."""
-    cpu = getattr(torch.cpu, "get_capabilities", dict)()
+    cpu = cpu_capabilities()
     units = [name for name in ("avx512_bf16", "amx_tile") if cpu.get(name)] or ["no native bf16"]
     text = (f"{cpu.get('cpu_name', 'CPU')}, {os.cpu_count()} logical cores, "
             f"{torch.backends.cpu.get_cpu_capability()}, {' '.join(units)}")

@@ -179,8 +179,12 @@ def numbered_histories(config) -> list[str]:
     if not config.save_versions:
         return []
     prefix = config.name + "_"
-    found = {p: p[len(prefix):-3] for p in glob.glob(glob.escape(prefix) + "[0-9]*.h5")}
-    return sorted((p for p, k in found.items() if k.isdigit()), key=lambda p: int(found[p]))
+
+    def number(path):
+        return path[len(prefix):-len(".h5")]
+
+    paths = glob.glob(glob.escape(prefix) + "[0-9]*.h5")
+    return sorted((p for p in paths if number(p).isdigit()), key=lambda p: int(number(p)))
 
 
 def earlier_run(config) -> str | None:
@@ -274,10 +278,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         if warning := training.precision_warning(config.precision, gpu):
             click.echo(warning, err=True)
         if overwrite and not continuing and (numbered := numbered_histories(config)):
-            click.echo(f"warning: the earlier run's numbered histories ({numbered[0]}"
-                       + (f" ... {numbered[-1]}, {len(numbered)} files" if len(numbered) > 1 else "")
-                       + ") stay until this run writes the same numbers: --overwrite replaces files as they are "
-                       "written", err=True)
+            listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
+            click.echo(f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the "
+                       "same numbers: --overwrite replaces files as they are written", err=True)
         if config.verbose >= 1:
             click.echo("Arguments:")
             for key, value in config.as_dict().items():

@@ -6,6 +6,7 @@ import sys
 
 
 def _entry(module: str):
+    """The entry point that runs ``dqn_nature.<module>.main()``, imported on the call."""
     def main():
         try:
             command = importlib.import_module(f"dqn_nature.{module}").main

@@ -344,7 +344,7 @@ def start_ray(address: str | None):
     if colon and port.isdigit():
         try:
             socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
-        except OSError as e:
+        except OSError as e:  # not os_reason: a resolver error's errno is no errno of the system
             raise ConnectionError(e.strerror or str(e)) from e
 
     import ray

@@ -268,6 +268,13 @@ def set_threads(threads: int) -> int:
     return n
 
 
+def cpu_capabilities() -> dict:
+    """torch's description of this CPU (``torch.cpu.get_capabilities()``: "architecture",
+    "cpu_name", and flags such as "amx_tile" and "avx512_bf16"); empty with an older torch
+    that lacks it."""
+    return getattr(torch.cpu, "get_capabilities", dict)()
+
+
 def precision_warning(precision: str, gpu: int) -> str | None:
     """The warning a run with ``--precision precision`` on device ``gpu`` (-1: the CPU) earns, or
     None. tf32 is a CUDA mode. On an x86 CPU without AMX, bf16 is slower than fp32 (about 0.7x
@@ -277,7 +284,7 @@ def precision_warning(precision: str, gpu: int) -> str | None:
         return None
     if precision == "tf32":
         return "warning: --precision tf32 is a CUDA mode; computing in fp32 on the CPU"
-    cpu = getattr(torch.cpu, "get_capabilities", dict)()  # absent from older torch: no warning
+    cpu = cpu_capabilities()  # empty with an older torch: no warning
     if cpu.get("architecture") != "x86_64" or cpu.get("amx_tile"):
         return None
     if cpu.get("avx512_bf16"):
