@@ -292,22 +292,36 @@ def _name_label(runs) -> str:
     return os.path.commonprefix(names).rstrip("_-.0123456789") or names[0]
 
 
-def load_runs(paths) -> list:
+def load_runs(paths, skip=None) -> list:
     """Load histories (files, or folders searched by ``history_paths``) grouped into ``RunSet``s
     by game and configuration, in order of first appearance.
 
     Labels are the file names (their common prefix for several seeds); when a game has several
     configurations, the arguments in which they differ are added, e.g. ``pong_fast [update_freq=1]``.
 
+    Args:
+        paths: history files and folders.
+        skip: if given, a file found in a folder that is not a readable history is left out
+            and ``skip`` called with the one-line reason; a file named in ``paths`` still raises.
+
     Raises:
-        HistoryError: a path that is not a readable history.
+        HistoryError: a path that is not a readable history, or no readable history at all.
     """
+    named = {path for path in paths if not os.path.isdir(path)}
     sets = {}
     for path in history_paths(paths):
-        h = load_history(path)
+        try:
+            h = load_history(path)
+        except HistoryError as e:
+            if skip is None or path in named:
+                raise
+            skip(str(e))
+            continue
         config = {k: v for k, v in sorted(h.arguments.items()) if k not in RUN_ONLY_ARGUMENTS}
         key = (h.game, repr(config))
         sets.setdefault(key, RunSet(h.game, config, [])).runs.append(h)
+    if not sets:
+        raise HistoryError(f"no readable history in {', '.join(map(str, paths))}")
     result = list(sets.values())
     for s in result:
         same_game = [o.arguments for o in result if o.game == s.game]

@@ -107,7 +107,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     """Draw the two Figure-2 panels for the histories ``paths`` and write ``output``.
 
     Args:
-        paths: history files or folders (see ``history.load_runs``).
+        paths: history files or folders (see ``history.load_runs``; a file in a folder that is
+            not a readable history is skipped, and ``note`` called with why).
         output: ``.png``, ``.svg`` or ``.pdf`` path, written atomically; a PNG is
             ``FIGSIZE`` x ``dpi`` pixels.
         x: ``"frames"``, ``"steps"`` or ``"epochs"``.
@@ -127,7 +128,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     fmt = FORMATS.get(os.path.splitext(output)[1].lower())
     if fmt is None:
         raise PlotError(f"{output}: unknown figure type; use a .png, .svg or .pdf suffix")
-    run_sets = load_runs(paths)
+    run_sets = load_runs(paths, skip=lambda m: note(f"skipped {m}"))
     games = list(dict.fromkeys(s.game for s in run_sets))
     if len(games) > 1 and not allow_mixed:
         raise PlotError(f"the runs are of several games ({', '.join(games)}); pass --allow-mixed to plot them together")

@@ -88,12 +88,13 @@ def format_rows(rows, fmt: str) -> str:
 def report_command(runs, fmt):
     """Compare runs with the Nature DQN scores: one row per game and configuration.
 
-    Folders are searched for .h5 histories (*.params.h5 skipped). Seeds of one configuration
+    Folders are searched for .h5 histories (*.params.h5 left out; a file there that is not a
+    readable history is skipped with a warning). Seeds of one configuration
     share a row: best is the best of any seed, last the mean over seeds of their last evaluation
     score; the human-normalised score and the % of the Nature score are of that mean.
     """
     try:
-        run_sets = load_runs(runs)
+        run_sets = load_runs(runs, skip=lambda m: click.echo(f"dqn-report: warning: skipped {m}", err=True))
     except HistoryError as e:
         fail(str(e))
     click.echo(format_rows(report_rows(run_sets), fmt))

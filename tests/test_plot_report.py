@@ -250,6 +250,25 @@ def test_report_bad_input(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     expect_error(report_main, [tmp_path / "empty"], capsys, "no .h5 history file")
     expect_error(report_main, [junk, "--format", "xml"], capsys, "--format")
+    code, _, err = run_cli(report_main, [tmp_path], capsys)  # only junk in the folder
+    assert code == 2 and err.splitlines()[0].startswith("dqn-report: warning: skipped ")
+    assert err.splitlines()[1].endswith(f"error: no readable history in {tmp_path}")
+
+
+def test_a_folder_s_unreadable_files_are_skipped_with_a_warning(tmp_path, capsys):
+    run = synthetic(tmp_path / "pong_s1.h5", [1.0, 2.0])
+    (tmp_path / "copying.h5").write_bytes(Path(run).read_bytes()[:1000])  # a truncated copy
+    with h5py.File(tmp_path / "features.h5", "w") as f:  # the user's own HDF5 file
+        f["x"] = [1, 2]
+    code, out, err = run_cli(report_main, [tmp_path, "--format", "csv"], capsys)
+    assert code == 0 and [r["config"] for r in csv.DictReader(out.splitlines())] == ["pong_s1"]
+    warnings = err.strip().splitlines()
+    assert len(warnings) == 2 and all(w.startswith("dqn-report: warning: skipped ") for w in warnings)
+    assert "copying.h5: " in warnings[0] and "features.h5: not a dqn_nature history file" in warnings[1]
+    code, _, err = run_cli(plot_main, [tmp_path, "-o", tmp_path / "f.png"], capsys)
+    assert code == 0 and err.count("dqn-plot: note: skipped ") == 2
+    assert Image.open(tmp_path / "f.png").size == PNG_SIZE
+    expect_error(report_main, [tmp_path, tmp_path / "copying.h5"], capsys, "copying.h5")  # named: an error
 
 
 def test_report_of_a_run_without_evaluation_has_blanks(tmp_path, capsys):
