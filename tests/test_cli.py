@@ -59,7 +59,7 @@ def weights(path):
 
 # -- a short Pong run with one evaluation and one save ---------------------------------
 
-PONG_RUN = ["--game", "pong", *CPU, "--steps", 1000, "--replay-memory", 3000, "--learn-start", 600,
+PONG_RUN = ["--game", "pong", *CPU, "--steps", 1000, "--replay-memory", 3000, "--learn-start", 900,
             "--eval-freq", 1000, "--eval-steps", 200, "--save-freq", 1000, "--prog-freq", 500,
             "--name", "out/pong", "--verbose", 1, "--save-network-params", "--csv-log", "logs/pong.csv",
             "--tensorboard", "logs/tb"]  # logs/: a folder the run must create
@@ -79,7 +79,7 @@ def test_pong_run_output(pong_run):
     assert len(EVALUATION_LINE.findall(result.stdout)) == 1
     assert "Steps: 1000 (frames: 4000), reward: " in result.stdout
     assert result.stdout.count("Saved: out/pong.h5") == 1
-    assert "  learn_start = 600" in result.stdout  # the resolved arguments are printed
+    assert "  learn_start = 900" in result.stdout  # the resolved arguments are printed
     assert {p for p in files_under(cwd / "out") if p.endswith(".h5")} == {"pong.h5", "pong.params.h5"}
 
 
@@ -114,7 +114,7 @@ def test_pong_history_values(pong_run):
     assert np.isfinite(h.v_history).all() and h.td_history[0] > 0
     assert h.episode_counts[0] >= 0 and h.reward_counts[0] >= 0 and -21 <= h.reward_history[0] <= 21
     # Stored arguments are exactly the resolved options.
-    explicit = dict(game="pong", gpu=-1, threads=1, steps=1000, replay_memory=3000, learn_start=600,
+    explicit = dict(game="pong", gpu=-1, threads=1, steps=1000, replay_memory=3000, learn_start=900,
                     eval_freq=1000, eval_steps=200, save_freq=1000, prog_freq=500, name="out/pong",
                     verbose=1, save_network_params=True, csv_log="logs/pong.csv", tensorboard="logs/tb")
     assert h.arguments == resolve(explicit).as_dict()
@@ -143,8 +143,8 @@ def test_pong_evaluation_logs(pong_run):
     for key in HISTORY_DTYPES:
         if key != "step_history":
             assert row[key] == getattr(h, key)[-1], key
-    # Epsilon anneals from 1 to 0.1 over ep_endt = 1M steps after learn_start = 600.
-    assert row["epsilon"] == pytest.approx(0.1 + 0.9 * (1_000_000 - 400) / 1_000_000)
+    # Epsilon anneals from 1 to 0.1 over ep_endt = 1M steps after learn_start = 900.
+    assert row["epsilon"] == pytest.approx(0.1 + 0.9 * (1_000_000 - 100) / 1_000_000)
     assert row["lr"] == 0.00025 and row["train_fps"] > 0 and row["eval_fps"] > 0
 
     events = EventAccumulator(str(cwd / "logs/tb"))
@@ -262,7 +262,7 @@ def test_run_gpu_arguments_verbatim(tmp_path):
 # -- repeatability ---------------------------------------------------------------------
 
 def test_same_seed_same_history_other_seed_differs(tmp_path):
-    args = [*SHORT, "--steps", 200, "--eval-freq", 200, "--eval-steps", 50, "--save-freq", 200]
+    args = [*SHORT, "--steps", 140, "--eval-freq", 140, "--eval-steps", 50, "--save-freq", 140]  # 10 updates
     # d: --precision tf32 is a CUDA mode; on the CPU it warns and computes in fp32, as a.
     runs = {name: subprocess.Popen([DQN_TRAIN, *map(str, args), "--seed", seed, "--name", name, *extra],
                                    cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
