@@ -307,6 +307,7 @@ def load_runs(paths, skip=None) -> list:
     Raises:
         HistoryError: a path that is not a readable history, or no readable history at all.
     """
+    paths = list(paths)
     named = {path for path in paths if not os.path.isdir(path)}
     sets = {}
     for path in history_paths(paths):
