@@ -99,6 +99,7 @@ def test_load_runs_groups_seeds_by_game_and_configuration(tmp_path):
     assert [r.path for r in sets[0].runs] == seeds
     assert [s.label for s in sets] == ["fast_s [update_freq=1]", "slow [update_freq=4]", "brk"]
     assert "seed" not in sets[0].arguments and sets[0].arguments["update_freq"] == 1
+    assert [s.label for s in load_runs(iter([slow, other]))] == ["slow", "brk"]  # any iterable
 
     save_network_params(str(tmp_path / "sub" / "brk.params.h5"), torch.nn.Linear(2, 2))
     assert history_paths([tmp_path]) == sorted([*seeds, slow, other])
