@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import TYPE_CHECKING
 
 import h5py
 import numpy as np
 
 from .config import FIELDS
 from .files import atomic_path
+
+if TYPE_CHECKING:  # imported where used: every command imports this module, and --help needs no torch
+    import torch
 
 FORMAT = "dqn_nature.history"
 FORMAT_VERSION = 1
@@ -83,7 +87,7 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
 
 def save_network_params(path: str, network: torch.nn.Module) -> None:
     """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically."""
-    import torch  # here, not at the top: every command imports this module, and --help needs no torch
+    import torch
 
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
     with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:

@@ -166,7 +166,7 @@ def test_resume_equals_the_uninterrupted_run(runs):
         assert_same_outcome(folders[key] / "run.h5", folders["straight"] / "run.h5")
         if key == "stopped":  # its progress line before the next evaluation shows the evaluation before the stop
             reward = load_history(str(folders[key] / "run.h5")).reward_history[0]
-            assert f"Steps: 250 (frames: 1000), " in result.stdout
+            assert "Steps: 250 (frames: 1000), " in result.stdout
             assert f"last eval reward {reward:.2f}\n" in result.stdout
     np.testing.assert_array_equal(load_history(str(folders["straight"] / "run.h5")).step_history, [200, 300])
 
