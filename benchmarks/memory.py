@@ -26,7 +26,7 @@ import numpy as np
 from dqn_nature.config import resolve
 from dqn_nature.environment import GameEnvironment
 from dqn_nature.preprocess import scale_y, to_bytes
-from dqn_nature.train import Trainer, set_threads
+from dqn_nature.train import Trainer
 from dqn_nature.transition_table import TransitionTable
 
 
@@ -72,7 +72,6 @@ def table_bytes(table: TransitionTable) -> int:
 def train_full(size: int, steps: int, folder: str) -> None:
     """(In a fresh process.) A Trainer with a full table of ``size`` filled from
     ``<folder>/frames.npz``: train, save, print peak RSS. The frames are freed before training."""
-    set_threads(1)
     config = resolve(dict(game="pong", replay_memory=size, learn_start=600, steps=steps, eval_freq=steps // 2,
                           eval_steps=200, threads=1, name=f"{folder}/memory", verbose=0))
     trainer = Trainer(config)

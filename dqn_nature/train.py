@@ -31,7 +31,8 @@ TESTING_EP = 0.05  # evaluation epsilon of train_agent.lua
 class Evaluation:
     """One evaluation: rewards over ``eval_steps`` steps and validation statistics.
 
-    ``reward`` is the mean over finished episodes; times are seconds; rates are frames/s.
+    ``reward`` is the mean over finished episodes; times are seconds, ``train_time`` since
+    the previous evaluation (as ``train_agent.lua`` prints it); rates are frames/s.
     """
 
     step: int
@@ -53,9 +54,9 @@ class Evaluation:
         """The evaluation lines printed by ``train_agent.lua``."""
         return (f"V {self.v_avg} TD error {self.tderr_avg} Qmax {self.q_max}\n"
                 f"Steps: {self.step} (frames: {self.frames}), reward: {self.reward:.2f}, "
-                f"epsilon: {self.epsilon:.2f}, lr: {self.lr:G}, training time: {self.train_time:.0f}s, "
-                f"training rate: {self.train_fps:.0f}fps, testing time: {self.eval_time:.0f}s, "
-                f"testing rate: {self.eval_fps:.0f}fps,  num. ep.: {self.nepisodes},  "
+                f"epsilon: {self.epsilon:.2f}, lr: {self.lr:G}, training time: {int(self.train_time)}s, "
+                f"training rate: {int(self.train_fps)}fps, testing time: {int(self.eval_time)}s, "
+                f"testing rate: {int(self.eval_fps)}fps,  num. ep.: {self.nepisodes},  "
                 f"num. rewards: {self.nrewards}")
 
 
@@ -74,6 +75,9 @@ class Trainer:
         config: resolved options.
         device_gpu: CUDA device to train on, -1 for the CPU (already checked for CUDA).
 
+    Like ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for
+    the whole process.
+
     Raises:
         environment.GameError: unknown game or missing ROM.
     """
@@ -81,6 +85,7 @@ class Trainer:
     def __init__(self, config: Config, device_gpu: int = -1):
         self.config = config
         torch.manual_seed(config.seed)
+        set_threads(config.threads)
         self.env = GameEnvironment(config.game, config.game_path, config.actrep, config.random_starts,
                                    config.pool_size, config.pool_type, seed=config.seed)
         self.actions = self.env.get_actions()
@@ -92,7 +97,7 @@ class Trainer:
         self.history["time_history"].append(0.0)
         self.best_network = None  # state_dict copy of the best evaluated network
         self.step = 0
-        self.train_time = 0.0  # seconds of training, evaluations excluded
+        self.train_time = 0.0  # seconds since the start, evaluations' eval_steps steps excluded
         self.evaluating = False  # true while evaluate() plays its eval_steps steps
 
     def schedule_warnings(self) -> list[str]:
@@ -134,7 +139,7 @@ class Trainer:
         ``learn_start``; yields an ``Event`` after every step."""
         c, env, agent = self.config, self.env, self.agent
         screen, reward, terminal = env.get_state()
-        clock = time.perf_counter()
+        self._clock = time.perf_counter()
         while self.step < c.steps:
             self.step += 1
             action = agent.perceive(reward, screen, terminal)
@@ -146,23 +151,23 @@ class Trainer:
                 screen, reward, terminal = env.new_game()
             evaluation = None
             if self.step % c.eval_freq == 0 and self.step > agent.learn_start:
-                self.train_time += time.perf_counter() - clock
                 evaluation = self.evaluate()
                 screen, reward, terminal = env.get_state()
-                clock = time.perf_counter()
-            # Kept current every step, so a checkpoint or a stop between evaluations has it.
-            now = time.perf_counter()
-            self.train_time += now - clock
-            clock = now
+            self._count_train_time()  # every step, so a checkpoint or a stop between evaluations has it
             yield Event(self.step, evaluation)
+
+    def _count_train_time(self) -> None:
+        now = time.perf_counter()
+        self.train_time += now - self._clock
+        self._clock = now
 
     def evaluate(self) -> Evaluation:
         """Play ``eval_steps`` steps at epsilon 0.05 without life-loss terminals, record the
         histories and keep the best network (the evaluation block of ``train_agent.lua``)."""
         c, env, agent = self.config, self.env, self.agent
-        start = time.perf_counter()
         self.evaluating = True  # from here: new_game() can play a whole game out first
         screen, reward, terminal = env.new_game()
+        start = time.perf_counter()
         total_reward = episode_reward = 0.0
         nrewards = nepisodes = 0
         for _ in range(c.eval_steps):
@@ -177,6 +182,7 @@ class Trainer:
                 screen, reward, terminal = env.next_random_game()
         self.evaluating = False
         eval_time = time.perf_counter() - start
+        self._clock += eval_time  # the eval_steps steps are not training time; all the rest is
         agent.compute_validation_statistics()
         mean_reward = total_reward / max(1, nepisodes)
         h = self.history
@@ -189,13 +195,14 @@ class Trainer:
                            ("step_history", self.step)):
             h[key].append(nan if value is None else value)
         previous = h["time_history"][-1]
+        self._count_train_time()
         h["time_history"].append(self.train_time)
-        train_dt = max(self.train_time - previous, 1e-9)
+        train_dt = self.train_time - previous
         return Evaluation(
             step=self.step, frames=self.step * c.actrep, reward=mean_reward, nrewards=nrewards,
             nepisodes=nepisodes, v_avg=h["v_history"][-1], tderr_avg=h["td_history"][-1],
-            q_max=agent.q_max, epsilon=agent.ep, lr=agent.lr, train_time=self.train_time,
-            train_fps=c.actrep * c.eval_freq / train_dt, eval_time=eval_time,
+            q_max=agent.q_max, epsilon=agent.ep, lr=agent.lr, train_time=train_dt,
+            train_fps=c.actrep * c.eval_freq / max(train_dt, 1e-9), eval_time=eval_time,
             eval_fps=c.actrep * c.eval_steps / max(eval_time, 1e-9))
 
     def get_state(self) -> dict:
