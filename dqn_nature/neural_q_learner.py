@@ -280,14 +280,18 @@ class NeuralQLearner:
         self.tderr_avg = float(delta.double().abs().mean())
 
     def report(self) -> str:
-        """Per-layer RMS of weights, biases and their last gradients (``report``)."""
-        def rms(t):
-            return float(t.detach().float().pow(2).mean().sqrt()) if t is not None else 0.0
-
+        """Mean and maximum absolute value of each layer's weights and of their last gradients,
+        printed as ``report`` prints them (``get_weight_norms``, ``get_grad_norms`` of
+        ``nnutils.lua``: four lines, each after its heading; numbers as Lua's ``%.14g``)."""
+        layers = self.network.layers()
+        names = [f"nn.{'Linear' if isinstance(layer, torch.nn.Linear) else 'SpatialConvolution'}" for layer in layers]
         lines = []
-        for name, layer in zip(("conv1", "conv2", "conv3", "fc1", "fc2"), self.network.layers()):
-            lines.append(f"{name}: W norm {rms(layer.weight):.6g} b norm {rms(layer.bias):.6g} "
-                         f"dW norm {rms(layer.weight.grad):.6g} db norm {rms(layer.bias.grad):.6g}")
+        for heading, tensors in (("Weight", [layer.weight for layer in layers]),
+                                 ("Weight grad", [layer.weight.grad for layer in layers])):
+            absolute = [torch.zeros(1) if t is None else t.detach().double().abs() for t in tensors]
+            for stat, function in (("norms", torch.mean), ("max", torch.max)):
+                modules = " ".join(f"{name}: {float(function(t)):.14g}" for name, t in zip(names, absolute))
+                lines += [f"{heading} {stat}:", f"nn.Sequential: [{modules}]"]
         return "\n".join(lines)
 
     # -- checkpoints ----------------------------------------------------------------------

@@ -107,6 +107,21 @@ def test_validation_statistics_by_hand():
     assert agent.tderr_avg == pytest.approx((0.995 + 0.8 + 0.395 + 1.0) / 4, abs=1e-6)  # |delta| clipped
 
 
+def test_report_prints_mean_and_max_absolute_weights_and_gradients_as_nnutils_does():
+    agent = make_agent()
+    with torch.no_grad():
+        for k, layer in enumerate(agent.network.layers()):
+            w = torch.tensor([-0.25, 0.75]).repeat(layer.weight.numel() // 2) * (k + 1)
+            layer.weight.copy_(w.reshape(layer.weight.shape))  # mean |w| 0.5 (k + 1), max 0.75 (k + 1)
+    agent.network.fc2.weight.grad = torch.full_like(agent.network.fc2.weight, -0.125)  # no others yet
+    conv, linear = "nn.SpatialConvolution", "nn.Linear"
+    assert agent.report().split("\n") == [
+        "Weight norms:", f"nn.Sequential: [{conv}: 0.5 {conv}: 1 {conv}: 1.5 {linear}: 2 {linear}: 2.5]",
+        "Weight max:", f"nn.Sequential: [{conv}: 0.75 {conv}: 1.5 {conv}: 2.25 {linear}: 3 {linear}: 3.75]",
+        "Weight grad norms:", f"nn.Sequential: [{conv}: 0 {conv}: 0 {conv}: 0 {linear}: 0 {linear}: 0.125]",
+        "Weight grad max:", f"nn.Sequential: [{conv}: 0 {conv}: 0 {conv}: 0 {linear}: 0 {linear}: 0.125]"]
+
+
 def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames):
     agent = make_agent()
     fill(agent, frames)
