@@ -103,6 +103,8 @@ def check_resources(config) -> None:
     for folder, option in output_folders(config).items():
         existing = folder
         while not os.path.isdir(existing):
+            if os.path.exists(existing):
+                raise ConfigError(f"cannot write output files in {folder!r} (from {option}): {existing!r} is a file")
             existing = os.path.dirname(existing)
         try:  # a real attempt: os.access says yes to root even on /proc or /sys
             tempfile.TemporaryFile(dir=existing).close()

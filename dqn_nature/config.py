@@ -166,6 +166,8 @@ def parse_lua_table(text: str) -> dict:
             raise ConfigError(f"malformed Lua table {text!r}: cannot read {bad!r} (expected key=value)")
         key, raw = m.group("key"), m.group("value").strip()
         if raw[:1] in "\"'":
+            if len(raw) < 2 or raw[-1] != raw[0]:
+                raise ConfigError(f"malformed Lua table {text!r}: unterminated string {raw!r} for {key!r}")
             value = raw[1:-1]
         elif raw in ("true", "false"):
             value = raw == "true"
@@ -327,6 +329,8 @@ def validate(c: Config) -> None:
         value = getattr(c, f.name)
         if field_type(f) is float and value is not None and not math.isfinite(value):
             raise ConfigError(f"{f.name} must be a finite number, not {value}")
+        if field_type(f) is int and value is not None and abs(value) >= 2**63:
+            raise ConfigError(f"{f.name} is out of range (|value| < 2^63, the history's integers): {value}")
     if not 0 <= c.seed < SEED_LIMIT:
         raise ConfigError(f"seed must be in [0, 2^31), not {c.seed} (the emulator's seed is a C int)")
     if c.gpu < -1:

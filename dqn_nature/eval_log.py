@@ -2,6 +2,8 @@
 CSV file (``--csv-log``) or written as TensorBoard scalars (``--tensorboard``)."""
 from __future__ import annotations
 
+import os
+
 from .files import append_csv_row
 from .history import HISTORY_FIELDS
 
@@ -12,11 +14,13 @@ CSV_COLUMNS = ("step", "frames", *_HISTORY_COLUMNS, "epsilon", "lr", "train_fps"
 
 def csv_log_problem(path: str) -> str | None:
     """Why the existing file ``path`` cannot take this trainer's rows (not text, or a header
-    other than ``CSV_COLUMNS``), or None when it can (or does not exist)."""
+    other than ``CSV_COLUMNS``, or not a regular file), or None when it can (or does not exist)."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        return "it is not a regular file"  # a device such as /dev/full would be read without end
     try:
         with open(path, newline="") as fh:
             header = fh.readline().rstrip("\r\n")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file in its path: cli.check_resources says so
         return None
     except UnicodeDecodeError:
         return "it is not a text file"

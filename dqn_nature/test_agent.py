@@ -20,7 +20,7 @@ import numpy as np
 
 from .cli import StopRequest
 from .console import LuaCommand, fail, os_reason, run_command
-from .config import Config, ConfigError, resolve
+from .config import SEED_LIMIT, Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
 from .history import HistoryError
@@ -231,8 +231,8 @@ _DEFAULTS = Config()
 @_option("frame-skip", is_flag=True, help="GIF/video: one frame per agent step instead of every emulator frame")
 @_option("overlay", is_flag=True, help="GIF/video: draw the score and the chosen action in a corner")
 @_option("csv-file", help="write one row per agent step: episode, step, action, reward, Q-values")
-@_option("seed", type=int, default=_DEFAULTS.seed, show_default=True, help="random seed")
-@_option("gpu", type=int, default=-1, show_default=True, help="CUDA device; -1: the CPU")
+@_option("seed", type=click.IntRange(0, SEED_LIMIT - 1), default=_DEFAULTS.seed, show_default=True, help="random seed")
+@_option("gpu", type=click.IntRange(-1), default=-1, show_default=True, help="CUDA device; -1: the CPU")
 @_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
 def test_command(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts,
                  pool_frms, gif_file, video, frame_skip, overlay, csv_file, seed, gpu, threads):
@@ -265,6 +265,8 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     n_net = state["fc2.weight"].shape[0]
     if n_net != len(actions):
         fail(f"{network}: its network has {n_net} actions but {game} has {len(actions)}")
+    if gif_file and os.path.splitext(gif_file)[1].lower() != ".gif":
+        fail(f"--gif-file {gif_file}: use a .gif file")
     if video:
         if os.path.splitext(video)[1].lower() not in VIDEO_CONTAINERS:
             fail(f"--video {video}: use a .mp4, .mkv or .mov file")

@@ -302,6 +302,10 @@ BAD_INPUTS = [
     (["--tensorboard", "/sys/tb"], "--tensorboard '/sys/tb'"),
     (["--seed", "-1"], r"seed must be in \[0, 2\^31\), not -1"),
     (["--seed", "99999999999"], "seed must be in"),
+    (["--lr-endt", "99999999999999999999999"], r"lr_endt is out of range \(\|value\| < 2\^63"),  # not at the first save
+    (["--name", "afile/run"], "'afile/run'\\): '.*afile' is a file"),
+    (["--csv-log", "afile/log.csv"], "'.*afile' is a file"),
+    (["--csv-log", "/dev/full"], "'/dev/full' exists and it is not a regular file"),  # not read without end
     (["--hist-len", "100"], r"hist_len \(100\) must be below learn_start \(100\)"),
     (["--lr", "nan"], "lr must be a finite number, not nan"),
     (["--clip-delta", "inf"], "clip_delta must be a finite number"),
@@ -317,12 +321,13 @@ BAD_INPUTS = [
 def test_bad_input(tmp_path, monkeypatch, args, named):
     # In-process (the console script's start-up costs seconds); test_bad_input_console_script runs one for real.
     (tmp_path / "emptyroms").mkdir()
+    (tmp_path / "afile").write_text("")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(train, [*SHORT, "--steps", "1000", "--name", "out/run", *args])
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "error" in lines[0] and re.search(named, lines[0]), result.stderr
-    assert files_under(tmp_path) == ["emptyroms"]
+    assert files_under(tmp_path) == ["afile", "emptyroms"]
 
 
 def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch):
@@ -355,6 +360,9 @@ USAGE_ERRORS = [
     ("dqn_nature.cli", ["--name", "-run", "--bogus"], r"No such option '--bogus'"),  # "-run" is --name's value
     ("dqn_nature.test_agent", ["--game", "pong"], r"Missing option '--network'"),
     ("dqn_nature.test_agent", ["-gif", "x.gif"], r"No such option '-gif'.*'-gif_file'"),
+    ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--seed", "99999999999"],
+     r"Invalid value for '--seed'.*0<=x<=2147483647"),  # the emulator's seed is a C int
+    ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--gpu", "-3"], r"Invalid value for '--gpu'"),
     ("dqn_nature.convert", ["a.t7"], r"Missing argument 'NEW.h5'"),
     ("dqn_nature.sweep", ["--out", "s"], r"Missing option '--games'"),
     ("dqn_nature.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),

@@ -43,6 +43,9 @@ def test_parse_value_kinds():
     ("lr=0.1=2", "0.1=2"),
     ("lr=0.1,ep", "'ep'"),
     ("lr=0.1;;ep=1", ";ep=1"),
+    ('lr="0.1', "unterminated string '\"0.1'"),  # not lr 0.
+    ("network='a\"", "unterminated string"),
+    ('network="a"b', "unterminated string"),
 ])
 def test_parse_rejects_malformed(text, bad):
     with pytest.raises(ConfigError) as err:

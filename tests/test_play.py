@@ -178,6 +178,7 @@ def test_bad_input(tmp_path, networks, monkeypatch):
                      "cannot write --gif-file", "no folder")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", tmp_path), "it is a folder")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.avi"), ".mp4")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "x.png"), "use a .gif file")
     assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
