@@ -252,6 +252,7 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
 # Arguments that do not change what is learned (the seed, the ROM's folder, and the options a
 # resumed run may change: output, logging, resources); runs differing only in these are seeds of
 # one configuration.
+LABEL_ARGUMENTS = 3  # differing arguments named in a run set's label
 RUN_ONLY_ARGUMENTS = frozenset({"seed", "game_path"} | {f.name for f in FIELDS if f.metadata["resume"]})
 
 
@@ -271,7 +272,7 @@ class RunSet:
 
 def history_paths(inputs) -> list:
     """Expand ``inputs`` (files and folders) to history paths: a folder gives every ``*.h5``
-    below it, sorted, except ``*.params.h5``.
+    below it, sorted, except ``*.params.h5``. A file met twice is kept once (the first time).
 
     Raises:
         HistoryError: a folder without any history file.
@@ -286,7 +287,10 @@ def history_paths(inputs) -> list:
             paths += found
         else:
             paths.append(item)
-    return paths
+    unique = {}
+    for path in paths:
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
 
 
 def _name_label(runs) -> str:
@@ -301,7 +305,8 @@ def load_runs(paths, skip=None) -> list:
     by game and configuration, in order of first appearance.
 
     Labels are the file names (their common prefix for several seeds); when a game has several
-    configurations, the arguments in which they differ are added, e.g. ``pong_fast [update_freq=1]``.
+    configurations, the arguments in which they differ are added, e.g. ``pong_fast [update_freq=1]``
+    (the first ``LABEL_ARGUMENTS`` in alphabetical order, then how many more).
 
     Args:
         paths: history files and folders.
@@ -333,5 +338,8 @@ def load_runs(paths, skip=None) -> list:
         differing = sorted({k for a in same_game for k in a if any(b.get(k) != a[k] for b in same_game)})
         s.label = _name_label(s.runs)
         if differing:
-            s.label += " [" + ", ".join(f"{k}={s.arguments.get(k)}" for k in differing) + "]"
+            shown = [f"{k}={s.arguments.get(k)}" for k in differing[:LABEL_ARGUMENTS]]
+            if len(differing) > LABEL_ARGUMENTS:
+                shown.append(f"+{len(differing) - LABEL_ARGUMENTS} more")
+            s.label += " [" + ", ".join(shown) + "]"
     return result

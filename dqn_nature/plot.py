@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import os
+import textwrap
 
 import click
 import numpy as np
@@ -26,6 +27,7 @@ NATURE_FRAMES_PER_EPOCH = UPDATES_PER_EPOCH * 4 * 4
 REFERENCE_COLUMNS = ("game", "run", "frames", "mean_return")
 X_LABELS = {"frames": "Training frames", "steps": "Training steps (agent steps)",
             "epochs": "Training epochs (50,000 minibatch updates)"}
+LEGEND_WIDTH = 50  # characters per line of a legend entry, so one fits its panel
 FIGSIZE = (11.0, 4.5)  # inches; the image is FIGSIZE x dpi pixels
 
 
@@ -150,7 +152,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         if not any(len(run.step_history) for run in s.runs):
             continue
         seeds = len(s.runs)
-        label = s.label + (f" ({seeds} seeds)" if seeds > 1 else "")
+        label = "\n".join(textwrap.wrap(s.label + (f" ({seeds} seeds)" if seeds > 1 else ""), LEGEND_WIDTH))
         for ax, field in ((ax_score, "reward_history"), (ax_value, "v_history")):
             xs, mean, low, high, std = seed_curves(s, field, x)
             x_max = max(x_max, xs[-1])
@@ -185,8 +187,9 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     ax_score.set(xlabel=X_LABELS[x], ylabel="Average score per episode", title="Average score per episode")
     ax_value.set(xlabel=X_LABELS[x], ylabel="Average action value (Q)",
                  title="Average predicted action value (validation set)")
-    ax_score.legend(fontsize="small")
-    ax_value.legend(fontsize="small")
+    for ax in (ax_score, ax_value):
+        ax.legend(fontsize="small")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))  # 250k, 1M: millions of frames fit
     fig.suptitle(", ".join(games))
     with atomic_path(output) as tmp:
         fig.savefig(tmp, format=fmt, dpi=dpi)

@@ -2,6 +2,7 @@
 import csv
 import json
 import subprocess
+import warnings
 from pathlib import Path
 
 import h5py
@@ -100,6 +101,8 @@ def test_load_runs_groups_seeds_by_game_and_configuration(tmp_path):
     assert [s.label for s in sets] == ["fast_s [update_freq=1]", "slow [update_freq=4]", "brk"]
     assert "seed" not in sets[0].arguments and sets[0].arguments["update_freq"] == 1
     assert [s.label for s in load_runs(iter([slow, other]))] == ["slow", "brk"]  # any iterable
+    # A file met twice, named or in a folder, is one run.
+    assert [len(s.runs) for s in load_runs([slow, tmp_path / ".." / tmp_path.name / "slow.h5", tmp_path])] == [1, 3, 1]
 
     save_network_params(str(tmp_path / "sub" / "brk.params.h5"), torch.nn.Linear(2, 2))
     assert history_paths([tmp_path]) == sorted([*seeds, slow, other])
@@ -157,6 +160,17 @@ def test_plot_several_seeds_draws_a_band(tmp_path, capsys):
         sizes[band] = Image.open(fig).size
         assert count_colour(fig, SEED_BAND) > (2000 if dpi == 100 else 500)
     assert sizes == {"minmax": PNG_SIZE, "std": (550, 225)}
+
+
+def test_configurations_differing_in_many_arguments_are_labelled_and_drawn_in_the_panels(tmp_path, capsys):
+    many = dict(lr=0.001, ep_end=0.01, discount=0.9, update_freq=8, target_q=5000, hist_len=2, eval_steps=1000)
+    runs = [synthetic(tmp_path / "a.h5", [1.0, 2.0]), synthetic(tmp_path / "b.h5", [3.0, 4.0], **many)]
+    assert [s.label for s in load_runs(runs)] == ["a [discount=0.99, ep_end=0.1, eval_steps=125000, +4 more]",
+                                                  "b [discount=0.9, ep_end=0.01, eval_steps=1000, +4 more]"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "constrained_layout not applied" when a legend is too wide
+        code, _, err = run_cli(plot_main, [*runs, "-o", tmp_path / "fig.png"], capsys)
+    assert code == 0 and err == ""
 
 
 def test_plot_reference_overlay(tmp_path, capsys):
