@@ -168,6 +168,8 @@ class History:
 def _open(path: str) -> h5py.File:
     if not os.path.exists(path):
         raise HistoryError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise HistoryError(f"{path}: a folder, not a history file")
     try:
         return h5py.File(path, "r")
     except OSError as e:

@@ -88,6 +88,8 @@ def test_slim_command_errors(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("dqn-slim: error: ")
     assert "not a readable HDF5 file" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "y.h5").exists()
+    with pytest.raises(HistoryError, match=r": a folder, not a history file$"):  # not h5py's paragraph
+        slim_history(str(tmp_path), str(tmp_path / "y.h5"))
     write(tmp_path / "run.h5", best=False)
 
     def slim(*args):
