@@ -217,8 +217,9 @@ def run_lock(name: str):
 
 
 def resume_path(name: str) -> str:
-    """The checkpoint of ``--resume``: a ``.ckpt`` path, or a run name to which ``.ckpt`` is added."""
-    return name if name.endswith(".ckpt") else name + ".ckpt"
+    """The checkpoint of ``--resume``: a ``.ckpt`` path, or the run's name or ``.h5`` history,
+    from which the run's ``.ckpt`` is named."""
+    return name if name.endswith(".ckpt") else name.removesuffix(".h5") + ".ckpt"
 
 
 @click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
@@ -228,7 +229,7 @@ def resume_path(name: str) -> str:
               help='NeuralQLearner parameters as a Lua table body, e.g. lr=0.00025,ep=1,learn_start=50000')
 @click.option("--pool-frms", "-pool_frms", "pool_frms", metavar="LUA_TABLE",
               help='frame pooling as a Lua table body, e.g. type="max",size=2')
-@click.option("--resume", metavar="CKPT", help="continue the run of this checkpoint (a .ckpt or a run name)")
+@click.option("--resume", metavar="CKPT", help="continue the run of this checkpoint (a .ckpt, or the run's name or .h5 history)")
 @click.option("--overwrite", is_flag=True, help="replace the files an earlier run left under <name> (.h5, .ckpt) "
               "when starting afresh, or resuming under another --name")
 @config_options

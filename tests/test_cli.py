@@ -21,7 +21,7 @@ from filelock import FileLock
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dqn_nature import __version__, eval_log, load_history
-from dqn_nature.cli import train
+from dqn_nature.cli import resume_path, train
 from dqn_nature.config import Config, resolve
 from dqn_nature.console import fail
 from dqn_nature.network import convnet_atari3
@@ -328,6 +328,10 @@ def test_bad_input(tmp_path, monkeypatch, args, named):
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "error" in lines[0] and re.search(named, lines[0]), result.stderr
     assert files_under(tmp_path) == ["afile", "emptyroms"]
+
+
+def test_resume_takes_a_checkpoint_a_run_name_or_its_history():
+    assert {resume_path(p) for p in ("runs/a", "runs/a.ckpt", "runs/a.h5")} == {"runs/a.ckpt"}
 
 
 def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch):
