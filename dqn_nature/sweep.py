@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -61,6 +62,9 @@ def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log
     Raises:
         KeyboardInterrupt: the task was cancelled (after dqn-train got SIGTERM and exited).
     """
+    # ray.cancel raises KeyboardInterrupt here through SIGINT's handler: none where the worker
+    # inherited SIGINT ignored (a cluster or sweep started in the background).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     exe = os.path.join(os.path.dirname(sys.executable), "dqn-train")
     exe = exe if os.path.exists(exe) else shutil.which("dqn-train") or "dqn-train"
     resumed = resume_supported and os.path.exists(checkpoint)
@@ -441,6 +445,16 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     except OSError as e:
         fail(f"cannot write {record_path}: {os_reason(e)}")
     if ray:
+        stop = []
+
+        def interrupt(signum, frame):
+            stop.append(signum)
+            raise KeyboardInterrupt
+
+        # After ray.init, whose handler only logs a SIGTERM; a SIGINT ignored by a background
+        # shell is taken too, as dqn-train takes it.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, interrupt)
         try:
             interrupted = _run_all(ray, todo, table, forwarded, resume_supported,
                                    max_concurrent or len(todo), cpus_per_run, gpus_per_run,
@@ -450,13 +464,14 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     table.show(final=True)
     write_record(record_path, arguments, runs, started, _now())
     _summary(runs, out, table)
-    sys.exit(130 if interrupted else 0 if all(r.state in ("finished", "skipped") for r in runs) else 1)
+    sys.exit(128 + stop[0] if interrupted else 0 if all(r.state in ("finished", "skipped") for r in runs) else 1)
 
 
 def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], resume_supported: bool,
              max_concurrent: int, cpus: float, gpus: float, save) -> bool:
     """Submit the runs (at most ``max_concurrent`` at a time), poll them until all have ended,
-    calling ``save()`` on each change of state; return whether Ctrl-C interrupted the sweep."""
+    calling ``save()`` on each change of state; return whether Ctrl-C (or SIGTERM) interrupted
+    the sweep."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     task = ray.remote(train_run).options(num_cpus=cpus, num_gpus=gpus)
     cwd, queue, in_flight = os.getcwd(), list(todo), {}

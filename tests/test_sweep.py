@@ -1,10 +1,12 @@
 """dqn-sweep: option checks in-process; real sweeps on a local Ray instance started by the
-command itself (marked ``ray``; about 40 s on 2 cores)."""
+command itself (marked ``ray``; about 60 s on 2 cores)."""
 import csv
 import json
 import os
+import signal
 import socket
 import subprocess
+import time
 
 import click
 import pytest
@@ -150,3 +152,27 @@ def test_resources_the_cluster_lacks_are_refused(tmp_path):
     result = dqn_sweep("--games", "pong", "--out", str(tmp_path), "--cpus-per-run", "64")
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"--cpus-per-run 64: the Ray cluster has {os.cpu_count()} CPUs" in result.stderr
+
+
+@pytest.mark.ray
+def test_sigterm_in_the_background_stops_the_runs_and_keeps_their_files(tmp_path):
+    """Started with ``&`` from a script, the sweep and the Ray workers it starts inherit SIGINT
+    ignored, which is how ray.cancel reaches a task: the runs must stop all the same."""
+    pytest.importorskip("ray")
+    out = tmp_path / "s"
+    log = out / "pong" / "seed1" / "train.log"
+    sweep_process = subprocess.Popen(["dqn-sweep", "--games", "pong", "--out", str(out), *TINY, "--steps", "1000000"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.monotonic() + 120
+    while not (log.exists() and "Device:" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(3)  # into the training loop
+    sweep_process.send_signal(signal.SIGTERM)
+    output = sweep_process.communicate(timeout=120)[0]
+    assert sweep_process.returncode == 128 + signal.SIGTERM, output
+    run = json.loads((out / "sweep.json").read_text())["runs"][0]
+    assert (run["state"], run["error"]) == ("failed", "interrupted")
+    assert "Stopped by SIGTERM at step" in log.read_text()
+    assert sorted(os.listdir(log.parent)) == ["DQN3_0_1_pong_FULL_Y.ckpt", "DQN3_0_1_pong_FULL_Y.h5", "train.log"]
+    assert load_history(str(log.parent / "DQN3_0_1_pong_FULL_Y.h5")).steps > 0
