@@ -229,7 +229,8 @@ def resume_path(name: str) -> str:
               help='NeuralQLearner parameters as a Lua table body, e.g. lr=0.00025,ep=1,learn_start=50000')
 @click.option("--pool-frms", "-pool_frms", "pool_frms", metavar="LUA_TABLE",
               help='frame pooling as a Lua table body, e.g. type="max",size=2')
-@click.option("--resume", metavar="CKPT", help="continue the run of this checkpoint (a .ckpt, or the run's name or .h5 history)")
+@click.option("--resume", metavar="CKPT",
+              help="continue the run of this checkpoint (a .ckpt, or the run's name or .h5 history)")
 @click.option("--overwrite", is_flag=True, help="replace the files an earlier run left under <name> (.h5, .ckpt) "
               "when starting afresh, or resuming under another --name")
 @config_options

@@ -69,14 +69,13 @@ class Event:
 
 
 class Trainer:
-    """DQN 3.0's training run: environment, agent, histories and the loop.
+    """DQN 3.0's training run: environment, agent, histories and the loop. Like
+    ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for the
+    whole process.
 
     Args:
         config: resolved options.
         device_gpu: CUDA device to train on, -1 for the CPU (already checked for CUDA).
-
-    Like ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for
-    the whole process.
 
     Raises:
         environment.GameError: unknown game or missing ROM.

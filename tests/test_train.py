@@ -35,7 +35,8 @@ def test_training_time_is_all_but_the_evaluation_steps(monkeypatch):
 
     assert trainer.history["time_history"] == [0.0, 100 + 64 + 1024.75, 2 * (64 + 1024.75) + 150]
     assert [(e.step, e.train_time, e.eval_time) for e in evaluations] == [(200, 1188.75, 25.0), (300, 1138.75, 25.0)]
-    assert "training time: 1188s, training rate: 0fps, testing time: 25s, testing rate: 4fps" in evaluations[0].summary()
+    summary = evaluations[0].summary()
+    assert "training time: 1188s, training rate: 0fps, testing time: 25s, testing rate: 4fps" in summary
     assert "training time: 1138s" in evaluations[1].summary()
 
 
