@@ -197,17 +197,22 @@ def load_history(path: str) -> History:
             for key, values in arrays.items():
                 if values.ndim != 1 or values.dtype.kind not in "iuf":
                     raise HistoryError(f"{path}: damaged history file ({key} is not a list of numbers)")
+            n = len(arrays["step_history"])  # evaluations; time_history has one entry more
+            uneven = [k for k, v in arrays.items() if len(v) != n + (k == "time_history")]
+            if uneven:
+                raise HistoryError(f"{path}: damaged history file ({', '.join(uneven)}: not one entry per "
+                                   f"evaluation of step_history's {n})")
             for group in ("model", "best_model"):  # read to verify their checksums: damage shows here
                 for dataset in f.get(group, {}).values():
                     dataset[()]
             arguments = {k: from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f else {}
+            steps, frames = int(attrs.get("steps", 0)), int(attrs.get("frames", 0))
     except HistoryError:
         raise
     except (OSError, KeyError, ValueError, TypeError) as e:
         raise HistoryError(f"{path}: damaged history file ({e})") from None
-    return History(path=path, game=attrs.get("game"), steps=int(attrs.get("steps", 0)),
-                   frames=int(attrs.get("frames", 0)), package_version=attrs.get("package_version"),
-                   arguments=arguments, attrs=attrs, **arrays)
+    return History(path=path, game=attrs.get("game"), steps=steps, frames=frames,
+                   package_version=attrs.get("package_version"), arguments=arguments, attrs=attrs, **arrays)
 
 
 def slim_history(source: str, target: str, networks=("best_model",), float16: bool = True) -> str:

@@ -187,3 +187,28 @@ def test_foreign_contents_are_one_clear_error(tmp_path):
         f["history/reward_history"] = np.array([b"x", b"y"])
     with pytest.raises(HistoryError, match="reward_history is not a list of numbers"):
         load_history(str(path))
+
+
+@pytest.mark.parametrize("key, values, message", [
+    ("history/step_history", [250_000], r"reward_history, reward_counts, .*: not one entry per evaluation of "
+                                        r"step_history's 1\)"),
+    ("history/time_history", [0.0, 610.5], r"\(time_history: not one entry per evaluation of step_history's 2\)"),
+    ("history/v_history", [0.5, 0.25, 0.125], r"\(v_history: not one entry per evaluation"),
+])
+def test_histories_of_uneven_lengths_are_damaged(tmp_path, key, values, message):
+    path = tmp_path / "run.h5"  # its histories have two evaluations
+    write(path)
+    with h5py.File(path, "a") as f:
+        del f[key]
+        f[key] = np.array(values)
+    with pytest.raises(HistoryError, match=message):  # not curves drawn from pairs cut short
+        load_history(str(path))
+
+
+def test_a_root_attribute_of_the_wrong_type_is_damage(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path, "a") as f:
+        f.attrs["steps"] = "abc"
+    with pytest.raises(HistoryError, match=r"run.h5: damaged history file \(invalid literal"):
+        load_history(str(path))
