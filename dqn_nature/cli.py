@@ -316,7 +316,11 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
         save_checkpoint(checkpoint_path, trainer, config.checkpoint_replay, config.checkpoint_compress)
         return checkpoint_path
 
-    logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict())
+    try:
+        logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict(),
+                              resumed_at=trainer.step if checkpoint else None)
+    except OSError as e:
+        fail(f"cannot prepare the evaluation logs: {os_reason(e)}")
     # An evaluation is one step of the loop: minutes at the paper's eval_steps.
     stop = StopRequest(lambda: "stopping when the evaluation in progress ends; a second signal exits at once, "
                        "losing the steps since the last checkpoint" if trainer.evaluating else None)

@@ -2,9 +2,10 @@
 CSV file (``--csv-log``) or written as TensorBoard scalars (``--tensorboard``)."""
 from __future__ import annotations
 
+import csv
 import os
 
-from .files import append_csv_row
+from .files import append_csv_row, atomic_path
 from .history import HISTORY_FIELDS
 
 TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package: pip install 'dqn-nature[tensorboard]'"
@@ -29,6 +30,16 @@ def csv_log_problem(path: str) -> str | None:
     return None
 
 
+def _drop_rows_after(path: str, step: int) -> None:
+    """Rewrite the CSV log ``path`` without its rows of steps after ``step``, if it has any."""
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    kept = [row for row in rows if not (row and row[0].isdigit() and int(row[0]) > step)]
+    if len(kept) < len(rows):
+        with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+            csv.writer(fh).writerows(kept)
+
+
 def evaluation_row(trainer, evaluation) -> dict:
     """One record of ``evaluation`` (a ``train.Evaluation``) of ``trainer`` (a ``train.Trainer``):
     ``step`` (agent steps), ``frames``, every history field's newest value (``reward_history``,
@@ -51,17 +62,23 @@ class EvaluationLogs:
             record's fields become scalars of the same names against agent steps, and the
             run's arguments are stored once as text.
         arguments: the run's options, ``Config.as_dict()``.
+        resumed_at: the agent step of the checkpoint a resumed run starts from: records of
+            later steps, which a killed run wrote after its checkpoint, are dropped from both
+            logs (the CSV file is rewritten; TensorBoard purges them), as they will be written again.
 
     Raises:
         ImportError: ``tensorboard_dir`` without the tensorboard package (``dqn-train``
             checks first, see ``TENSORBOARD_MISSING``).
     """
 
-    def __init__(self, csv_path: str | None, tensorboard_dir: str | None, arguments: dict):
+    def __init__(self, csv_path: str | None, tensorboard_dir: str | None, arguments: dict,
+                 resumed_at: int | None = None):
         self.csv_path, self.writer = csv_path, None
+        if csv_path and resumed_at is not None and os.path.isfile(csv_path):
+            _drop_rows_after(csv_path, resumed_at)
         if tensorboard_dir:
             from torch.utils.tensorboard import SummaryWriter  # the optional extra; imported only when used
-            self.writer = SummaryWriter(tensorboard_dir)
+            self.writer = SummaryWriter(tensorboard_dir, purge_step=None if resumed_at is None else resumed_at + 1)
             self.writer.add_text("arguments", "\n".join(f"    {k} = {v!r}" for k, v in arguments.items()))
 
     def write(self, trainer, evaluation) -> None:

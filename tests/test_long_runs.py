@@ -1,6 +1,7 @@
 """Long runs survive (issue 5): checkpoints and ``--resume``, SIGKILL at random moments and
 during saves, SIGINT and SIGTERM, damaged files and a full disk, with real ``dqn-train``
 processes and real signals on the real emulator."""
+import csv
 import glob
 import os
 import random
@@ -201,6 +202,22 @@ def test_sigkill_at_random_moments_and_during_saves(tmp_path):
     assert load_history(str(tmp_path / "run.h5")).steps == previous + 100
     assert checkpoint_step(tmp_path / "run.ckpt") == previous + 100
     assert not temporaries(tmp_path)  # those of the killed processes are gone with the next writes
+
+
+def test_a_resume_after_a_kill_drops_the_log_rows_it_writes_again(tmp_path):
+    def logged_steps():
+        with open(tmp_path / "log.csv") as fh:
+            return [int(row["step"]) for row in csv.DictReader(fh)]
+
+    proc = start(tmp_path, *TINY, "--steps", 100_000, "--eval-freq", 100, "--eval-steps", 20, "--save-freq", 100,
+                 "--checkpoint-freq", 200, "--csv-log", "log.csv", "--name", "run")
+    wait_for(proc, lambda: os.path.exists(tmp_path / "log.csv") and 300 in logged_steps())
+    proc.kill()
+    finish(proc)
+    assert checkpoint_step(tmp_path / "run.ckpt") == 200 and logged_steps()[-1] >= 300
+    result = dqn_train(tmp_path, "--resume", "run", "--steps", 400)
+    assert result.returncode == 0, result.stderr
+    assert logged_steps() == list(load_history(str(tmp_path / "run.h5")).step_history) == [200, 300, 400]
 
 
 # -- SIGTERM, and a second signal -----------------------------------------------------------
