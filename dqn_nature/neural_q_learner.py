@@ -302,7 +302,11 @@ class NeuralQLearner:
     def get_state(self) -> dict:
         """Everything but the replay memory's contents needed to continue exactly: counters,
         schedules, networks, RMSProp buffers, the random generator, the last state, the
-        validation set, the recent queue and the prefetch buffer. None values are omitted."""
+        validation set, the recent queue and the prefetch buffer. None values are omitted.
+
+        Like ``state_dict()``, the tensors and arrays are the agent's own, not copies: write the
+        state out (``checkpoint.save_checkpoint``) or ``copy.deepcopy`` it before the agent
+        goes on, else it follows the agent's weights while its counters stay behind."""
         t = self.transitions
         state = {k: getattr(self, k) for k in self._SCALARS if getattr(self, k) is not None}
         state.update(

@@ -206,7 +206,8 @@ class Trainer:
 
     def get_state(self) -> dict:
         """The run's position for a checkpoint: step, training time, histories, best network,
-        agent, environment and the global random generators (Python, NumPy, torch)."""
+        agent, environment and the global random generators (Python, NumPy, torch). It shares
+        the agent's tensors (see ``NeuralQLearner.get_state``)."""
         legacy = np.random.get_state()
         return dict(step=self.step, train_time=self.train_time,
                     history={k: np.asarray(v, HISTORY_FIELDS[k]) for k, v in self.history.items()},
