@@ -296,4 +296,5 @@ def precision_warning(precision: str, gpu: int) -> str | None:
         return None
     if cpu.get("avx512_bf16"):
         return "warning: this CPU has no AMX: --precision bf16 is slower than fp32 on it"
-    return "warning: this CPU has neither AMX nor AVX-512 BF16: --precision bf16 is emulated, about 5 times slower than fp32"
+    return ("warning: this CPU has neither AMX nor AVX-512 BF16: --precision bf16 is emulated, "
+            "about 5 times slower than fp32")
