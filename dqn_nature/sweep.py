@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -429,6 +430,11 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             runs.append(run)
     todo = [r for r in runs if r.state == "pending"]
     table, started, interrupted, ray = Table(runs, config.steps), _now(), False, None
+    try:  # before Ray, whose start is slow and talkative
+        os.makedirs(out, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as e:
+        fail(f"cannot write in --out {out}: {os_reason(e)}")
     if todo:
         try:
             ray = start_ray(address)
@@ -440,7 +446,6 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
                 ray.shutdown()
                 fail(f"{option} {need:g}: the Ray cluster has {have.get(kind, 0):g} {kind}s")
     try:
-        os.makedirs(out, exist_ok=True)
         write_record(record_path, arguments, runs, started, None)
     except OSError as e:
         fail(f"cannot write {record_path}: {os_reason(e)}")

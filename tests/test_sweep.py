@@ -43,6 +43,12 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path, args, message):
     assert not (tmp_path / "s").exists()
 
 
+def test_an_out_folder_that_cannot_be_written_stops_before_ray_starts(monkeypatch):
+    monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", "/proc/sweep", *TINY])
+    assert result.exit_code == 2 and "error: cannot write in --out /proc/sweep: " in result.output
+
+
 def test_lua_spelled_options_pass_through():
     forwarded, config = sweep.train_arguments(["-eval_freq", "700", "-hist_len", "2", "--steps=900"], "pong",
                                              None, 2, 0)
