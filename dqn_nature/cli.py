@@ -125,10 +125,13 @@ class Progress:
         self.start, self.first_step = time.perf_counter(), trainer.step
 
     def write(self, text: str) -> None:
+        """Print a line (above the bar on a terminal) at verbose >= 1."""
         if self.trainer.config.verbose >= 1:
             tqdm.write(text) if not self.bar.disable else click.echo(text)
 
     def update(self, event) -> None:
+        """Advance one step (a ``train.Event``): print an evaluation's summary, and every
+        ``prog_freq`` steps the progress line and, at verbose >= 2, ``agent.report()``."""
         t, c = self.trainer, self.trainer.config
         if event.evaluation is not None:
             self.last_reward = f"{event.evaluation.reward:.2f}"
@@ -168,6 +171,7 @@ class StopRequest:
         return signal.Signals(self.signum).name
 
     def handle(self, signum, frame):
+        """Record the first signal and print ``delay()``'s reason; exit at once on a second."""
         if self.signum is not None:
             os._exit(128 + signum)
         self.signum = signum

@@ -220,7 +220,11 @@ def _named(values: dict, source: str) -> dict:
 
 def agent_params_from_lua(text: str) -> dict:
     """Options from an ``agent_params`` string. ``network`` is the architecture when it
-    names ``convnet_atari3`` and a pretrained network file otherwise, as in the Lua."""
+    names ``convnet_atari3`` and a pretrained network file otherwise, as in the Lua.
+
+    Raises:
+        ConfigError: a malformed table, an unknown key or a value of the wrong type.
+    """
     values = parse_lua_table(text)
     arch = values.pop("network", "convnet_atari3")
     unknown = [k for k in values if k not in _BY_ANY_NAME or not _BY_ANY_NAME[k].metadata["agent"]]
@@ -233,7 +237,11 @@ def agent_params_from_lua(text: str) -> dict:
 
 
 def pool_frms_from_lua(text: str) -> dict:
-    """``pool_type``/``pool_size`` from a ``pool_frms`` string like ``type="max",size=2``."""
+    """``pool_type``/``pool_size`` from a ``pool_frms`` string like ``type="max",size=2``.
+
+    Raises:
+        ConfigError: a malformed table, an unknown key or a value of the wrong type.
+    """
     values = parse_lua_table(text)
     unknown = set(values) - {"type", "size"}
     if unknown:
@@ -242,7 +250,11 @@ def pool_frms_from_lua(text: str) -> dict:
 
 
 def load_preset(path: str) -> dict:
-    """Options from a TOML preset (keys: Python or Lua option names)."""
+    """Options from a TOML preset (keys: Python or Lua option names).
+
+    Raises:
+        ConfigError: an unreadable file, invalid TOML, an unknown key or a value of the wrong type.
+    """
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

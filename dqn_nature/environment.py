@@ -63,6 +63,9 @@ class GameScreen:
     """The last ``size`` painted RGB frames, pooled on ``grab()`` (``GameScreen.lua``).
 
     Frames are kept as uint8 (210, 160, 3); ``grab()`` returns float32 in [0, 1].
+
+    Raises:
+        ValueError: ``pool_type`` other than "max" or "mean", or ``size`` below 1.
     """
 
     def __init__(self, size: int = 2, pool_type: str = "max", shape=(210, 160, 3)):
@@ -75,17 +78,19 @@ class GameScreen:
         self.count = 0  # frames painted since the last clear()
 
     def clear(self) -> None:
-        """Forget the painted frames."""
+        """Forget the painted frames (``GameScreen:clear``)."""
         self.count = 0
 
     def paint_buffer(self) -> np.ndarray:
-        """The uint8 slot the next frame is to be written into (then counted as painted)."""
+        """The uint8 slot the next frame is to be written into, then counted as painted
+        (``GameScreen:paint``, the caller writing the frame)."""
         slot = self.frames[self.count % self.size]
         self.count += 1
         return slot
 
     def grab(self) -> np.ndarray:
-        """Pooled screen over the frames painted since ``clear()``: float32 (210, 160, 3) in [0, 1]."""
+        """Pooled screen over the frames painted since ``clear()``, at least one
+        (``GameScreen:grab``): float32 (210, 160, 3) in [0, 1]."""
         painted = self.frames[: min(self.count, self.size)]
         if self.pool_type == "max":
             pooled = painted.max(axis=0) if len(painted) > 1 else painted[0]

@@ -136,6 +136,7 @@ class History:
 
         Raises:
             HistoryError: the file has no such network (no evaluation yet for best_model).
+            ValueError: ``which`` is neither.
         """
         import torch
 

@@ -103,12 +103,13 @@ class NeuralQLearner:
     # -- schedules -------------------------------------------------------------------
     def train_epsilon(self) -> float:
         """Exploration rate of training at ``num_steps``: linear from ``ep`` to ``ep_end``
-        over ``ep_endt`` steps after ``learn_start``."""
+        over ``ep_endt`` steps after ``learn_start`` (the schedule in ``eGreedy``)."""
         t = max(0, self.num_steps - self.learn_start)
         return self.ep_end + max(0.0, (self.ep_start - self.ep_end) * (self.ep_endt - t) / self.ep_endt)
 
     def learning_rate(self) -> float:
-        """Learning rate at ``num_steps``: linear from ``lr`` to ``lr_end`` over ``lr_endt`` steps."""
+        """Learning rate at ``num_steps``: linear from ``lr`` to ``lr_end`` over ``lr_endt`` steps
+        after ``learn_start``, then ``lr_end`` (the annealing in ``qLearnMinibatch``)."""
         t = max(0, self.num_steps - self.learn_start)
         lr = (self.lr_start - self.lr_end) * (self.lr_endt - t) / self.lr_endt + self.lr_end
         return max(lr, self.lr_end)
@@ -155,7 +156,7 @@ class NeuralQLearner:
     def e_greedy(self, state: np.ndarray, testing_ep: float | None = None) -> int:
         """Random action with probability ``ep``, else ``greedy`` (``eGreedy``).
 
-        ``ep`` is ``testing_ep`` when given, else ``train_epsilon()``; it is kept in ``self.ep``.
+        state: float32 (hist_len, state_dim) in [0, 1]. Returns an action index. ``ep`` is ``testing_ep`` when given, else ``train_epsilon()``; it is kept in ``self.ep``.
         """
         self.ep = self.train_epsilon() if testing_ep is None else testing_ep
         if self.rng.random() < self.ep:
@@ -214,8 +215,9 @@ class NeuralQLearner:
 
         Returns:
             (targets float32 (N, n_actions) holding delta at the taken action and 0 elsewhere,
-            delta float32 (N,) = r / r_max + discount (1 - term) max_a target(s2, a) - Q(s, a),
-            clipped to ±clip_delta, q2_max float32 (N,), Q(s, .) float32 (N, n_actions)).
+            delta float32 (N,) = r (/ r_max with rescale_r) + discount (1 - term) max_a
+            target(s2, a) - Q(s, a), clipped to ±clip_delta unless it is 0, q2_max float32 (N,),
+            Q(s, .) float32 (N, n_actions)), torch tensors on the agent's device.
         """
         target_net = self.target_network if self.target_q else self.network
         a = torch.as_tensor(a, device=self.device)
@@ -267,7 +269,8 @@ class NeuralQLearner:
 
     # -- validation ----------------------------------------------------------------------
     def sample_validation_data(self) -> None:
-        """Draw ``valid_size`` transitions kept for the whole run (``sample_validation_data``)."""
+        """Draw ``valid_size`` transitions kept for the whole run as ``valid``, copies of
+        ``TransitionTable.sample``'s (s, a, r, s2, term) (``sample_validation_data``)."""
         self.valid = tuple(np.array(x) for x in self.transitions.sample(self.valid_size))
 
     def compute_validation_statistics(self) -> None:

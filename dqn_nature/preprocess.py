@@ -33,7 +33,8 @@ def area_weights(n_in: int, n_out: int) -> np.ndarray:
 
 
 def scale_y(screen: np.ndarray) -> np.ndarray:
-    """Preprocess one pooled screen (``net_downsample_2x_full_y``).
+    """Preprocess one pooled screen (``net_downsample_2x_full_y``: ``nn.Scale``'s forward,
+    ``image.rgb2y`` then ``image.scale`` to 84x84, whose shrink averages areas).
 
     Args:
         screen: float32 (H, W, 3) RGB in [0, 1], normally (210, 160, 3).

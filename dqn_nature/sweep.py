@@ -57,8 +57,9 @@ def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log
         cwd: the sweep's working folder, used where it exists on the worker's machine.
 
     Returns:
-        ``exit_code`` (negative: killed by that signal), ``error`` (the last stderr line, or
-        None on success: else the last ``dqn-train: error:`` line or the last line of stderr),
+        ``exit_code`` (negative: killed by that signal; 127: dqn-train could not start),
+        ``error`` (None on success; else "killed by signal N", the last ``dqn-train: error:``
+        line, the last line of stderr, or "exit status N"),
         ``resumed``, ``host``, ``started``, ``finished`` (ISO times), ``seconds``.
     Raises:
         KeyboardInterrupt: the task was cancelled (after dqn-train got SIGTERM and exited).
@@ -222,6 +223,9 @@ class Table:
         return f"{', '.join(parts)} ({tqdm.format_interval(time.monotonic() - self.start)})"
 
     def show(self, final: bool = False) -> None:
+        """Redraw the table in place on a terminal (only running and failed runs when it is
+        taller than the terminal); else print the whole table when ``final``, or a line per
+        run whose state or reward changed."""
         if self.tty:
             rows = self.runs
             if len(rows) + 3 > shutil.get_terminal_size().lines:

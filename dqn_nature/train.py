@@ -31,8 +31,10 @@ TESTING_EP = 0.05  # evaluation epsilon of train_agent.lua
 class Evaluation:
     """One evaluation: rewards over ``eval_steps`` steps and validation statistics.
 
-    ``reward`` is the mean over finished episodes; times are seconds, ``train_time`` since
-    the previous evaluation (as ``train_agent.lua`` prints it); rates are frames/s.
+    ``step`` is in agent steps, ``frames`` = step x actrep; ``reward`` is the mean over
+    finished episodes; ``epsilon`` is the agent's after evaluating, the testing 0.05 (as
+    ``train_agent.lua`` prints it); times are seconds, ``train_time`` since the previous
+    evaluation (as the Lua prints it); rates are frames/s.
     """
 
     step: int
@@ -79,6 +81,7 @@ class Trainer:
 
     Raises:
         environment.GameError: unknown game or missing ROM.
+        history.HistoryError: ``config.network`` is unreadable or does not fit the game.
     """
 
     def __init__(self, config: Config, device_gpu: int = -1):

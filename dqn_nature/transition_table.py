@@ -88,7 +88,10 @@ class TransitionTable:
         self.insert_index = (i + 1) % self.max_size
 
     def add_recent_state(self, s: np.ndarray, term: bool) -> None:
-        """Push a frame and its terminal flag on the recent queue (``add_recent_state``)."""
+        """Push a frame and its terminal flag on the recent queue (``add_recent_state``).
+
+        s: (state_dim,) uint8, or float in [0, 1] stored as ``trunc(255 * s)``.
+        """
         self.recent_s[:-1] = self.recent_s[1:]
         self.recent_s[-1] = _as_bytes(s)
         self.recent_t[:-1] = self.recent_t[1:]
@@ -148,6 +151,9 @@ class TransitionTable:
 
         Each round draws only as many uniforms as samples are still missing, so the
         generator is advanced exactly as by the one-at-a-time path. Returns int64 (n,).
+
+        Raises:
+            RuntimeError: fewer than hist_len + 2 transitions are stored.
         """
         self._check_sampleable()
         chosen = []
