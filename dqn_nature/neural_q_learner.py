@@ -156,7 +156,8 @@ class NeuralQLearner:
     def e_greedy(self, state: np.ndarray, testing_ep: float | None = None) -> int:
         """Random action with probability ``ep``, else ``greedy`` (``eGreedy``).
 
-        state: float32 (hist_len, state_dim) in [0, 1]. Returns an action index. ``ep`` is ``testing_ep`` when given, else ``train_epsilon()``; it is kept in ``self.ep``.
+        state: float32 (hist_len, state_dim) in [0, 1]. Returns an action index. ``ep`` is
+        ``testing_ep`` when given, else ``train_epsilon()``; it is kept in ``self.ep``.
         """
         self.ep = self.train_epsilon() if testing_ep is None else testing_ep
         if self.rng.random() < self.ep:
