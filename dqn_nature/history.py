@@ -277,6 +277,16 @@ class RunSet:
     runs: list
     label: str = ""
 
+    def shared_seeds_note(self) -> str | None:
+        """A one-line note when runs of the set share a seed (each still counts as a seed;
+        on a CPU they are one run twice), else None."""
+        seeds = [r.arguments.get("seed") for r in self.runs]
+        shared = sorted({s for s in seeds if s is not None and seeds.count(s) > 1})
+        if not shared:
+            return None
+        return (f"{self.label}: several runs have seed {', '.join(map(str, shared))}; each counts as a seed "
+                "(on a CPU they repeat one run)")
+
 
 def history_paths(inputs) -> list:
     """Expand ``inputs`` (files and folders) to history paths: a folder gives every ``*.h5``

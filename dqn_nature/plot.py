@@ -120,7 +120,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             over the runs' range (up to its first point at or after their last evaluation); in
             epochs they are converted at the paper's 800,000 frames per epoch.
         allow_mixed: allow runs of several games in one figure.
-        note: called with a one-line message for runs with nothing to draw.
+        note: called with a one-line message for runs with nothing to draw, and for runs of
+            one configuration that share a seed.
 
     Raises:
         PlotError: unknown output suffix, mixed games, bad reference CSV, or no run with an
@@ -138,6 +139,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
         raise PlotError("no evaluation in any of the runs yet; nothing to plot")
     for s in run_sets:
+        if shared := s.shared_seeds_note():
+            note(shared)
         for run in s.runs:
             if len(run.step_history) == 0:
                 note(f"{run.path}: no evaluation yet (step {run.steps}); nothing to draw for it")

@@ -286,6 +286,17 @@ def test_a_folder_s_unreadable_files_are_skipped_with_a_warning(tmp_path, capsys
     expect_error(report_main, [tmp_path, tmp_path / "copying.h5"], capsys, "copying.h5")  # named: an error
 
 
+def test_runs_of_one_configuration_sharing_a_seed_are_noted(tmp_path, capsys):
+    runs = [synthetic(tmp_path / f"pong_{k}.h5", [1.0, 2.0], seed=seed) for k, seed in enumerate((1, 1, 2))]
+    note = "pong: several runs have seed 1; each counts as a seed (on a CPU they repeat one run)"
+    code, out, err = run_cli(report_main, [*runs, "--format", "csv"], capsys)
+    assert code == 0 and err == f"dqn-report: warning: {note}\n" and "pong,pong,3," in out
+    code, _, err = run_cli(plot_main, [*runs, "-o", tmp_path / "f.png"], capsys)
+    assert code == 0 and err == f"dqn-plot: note: {note}\n"
+    code, _, err = run_cli(report_main, runs[1:], capsys)
+    assert code == 0 and err == ""
+
+
 def test_report_of_a_run_without_evaluation_has_blanks(tmp_path, capsys):
     code, out, err = run_cli(report_main, [synthetic(tmp_path / "new.h5", []), "--format", "csv"], capsys)
     row = list(csv.DictReader(out.splitlines()))[0]
