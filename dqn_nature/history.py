@@ -257,10 +257,11 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
             f"{', '.join(networks) or 'none'}{' in float16' if float16 and networks else ''}")
 
 
+LABEL_ARGUMENTS = 3  # differing arguments named in a run set's label
+
 # Arguments that do not change what is learned (the seed, the ROM's folder, and the options a
 # resumed run may change: output, logging, resources); runs differing only in these are seeds of
 # one configuration.
-LABEL_ARGUMENTS = 3  # differing arguments named in a run set's label
 RUN_ONLY_ARGUMENTS = frozenset({"seed", "game_path"} | {f.name for f in FIELDS if f.metadata["resume"]})
 
 
@@ -335,13 +336,13 @@ def load_runs(paths, skip=None) -> list:
         HistoryError: a path that is not a readable history, or no readable history at all.
     """
     paths = list(paths)
-    named = {path for path in paths if not os.path.isdir(path)}
+    named = {os.path.realpath(path) for path in paths if not os.path.isdir(path)}
     sets = {}
     for path in history_paths(paths):
         try:
             h = load_history(path)
         except HistoryError as e:
-            if skip is None or path in named:
+            if skip is None or os.path.realpath(path) in named:
                 raise
             skip(str(e))
             continue

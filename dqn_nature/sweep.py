@@ -434,6 +434,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             runs.append(run)
     todo = [r for r in runs if r.state == "pending"]
     table, started, interrupted, ray = Table(runs, config.steps), _now(), False, None
+    stop = []  # the signal that interrupted the sweep
     try:  # before Ray, whose start is slow and talkative
         os.makedirs(out, exist_ok=True)
         tempfile.TemporaryFile(dir=out).close()
@@ -454,8 +455,6 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     except OSError as e:
         fail(f"cannot write {record_path}: {os_reason(e)}")
     if ray:
-        stop = []
-
         def interrupt(signum, frame):
             stop.append(signum)
             raise KeyboardInterrupt

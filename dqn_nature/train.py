@@ -100,6 +100,7 @@ class Trainer:
         self.best_network = None  # state_dict copy of the best evaluated network
         self.step = 0
         self.train_time = 0.0  # seconds since the start, evaluations' eval_steps steps excluded
+        self._clock = time.perf_counter()  # when train_time was last brought up to date (run() sets it)
         self.evaluating = False  # true while evaluate() plays its eval_steps steps
 
     def schedule_warnings(self) -> list[str]:
