@@ -74,6 +74,28 @@ def test_target_network_copied_when_num_steps_mod_target_q_is_1(pong_screens):
     assert agent.num_steps == 120
 
 
+def test_perceive_learns_n_replay_times_every_update_freq_steps_after_learn_start(pong_screens):
+    agent = make_agent(update_freq=4, n_replay=2)
+    calls, learn = [], agent.q_learn_minibatch
+    agent.q_learn_minibatch = lambda: (calls.append(agent.num_steps), learn())
+    for screen in pong_screens[:120]:
+        agent.perceive(0, screen, False)
+        agent.perceive(0, screen, False, testing=True)  # never learns
+    assert calls == [104, 104, 108, 108, 112, 112, 116, 116]  # num_steps > 100 and % 4 == 0
+
+
+def test_e_greedy_acts_at_random_with_probability_epsilon():
+    agent = make_agent()
+    set_constant_q(agent.network, [0, 0, 1, 0, 0, 0])
+    state = agent.transitions.get_recent()
+    assert {agent.e_greedy(state, testing_ep=0) for _ in range(50)} == {2}
+    agent.num_steps = 600  # training epsilon 0.55
+    n = 2000
+    counts = np.bincount([agent.e_greedy(state) for _ in range(n)], minlength=6)
+    p = 0.55 / 6 + 0.45 * (np.arange(6) == 2)  # a uniform random action (greedy included), else 2
+    assert (abs(counts - n * p) < 5 * np.sqrt(n * p * (1 - p))).all(), counts
+
+
 @pytest.mark.parametrize("rescale_r, clip_delta, deltas", [
     (True, 1, [0.495, -0.3, 0.395, 1.0]),
     (True, 2, [0.495, -0.3, 0.395, 1.195]),

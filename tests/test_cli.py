@@ -112,7 +112,8 @@ def test_pong_history_values(pong_run):
     np.testing.assert_array_equal(h.qmax_history, [1.0])
     assert h.time_history[0] == 0 and h.time_history[1] > 0
     assert np.isfinite(h.v_history).all() and h.td_history[0] > 0
-    assert h.episode_counts[0] >= 0 and h.reward_counts[0] >= 0 and -21 <= h.reward_history[0] <= 21
+    # 200 evaluation steps cannot finish a game of Pong (21 points) but see points scored.
+    assert h.episode_counts[0] == 0 and h.reward_history[0] == 0 and h.reward_counts[0] > 0
     # Stored arguments are exactly the resolved options.
     explicit = dict(game="pong", gpu=-1, threads=1, steps=1000, replay_memory=3000, learn_start=900,
                     eval_freq=1000, eval_steps=200, save_freq=1000, prog_freq=500, name="out/pong",

@@ -42,9 +42,10 @@ def test_reset_state(game):
     assert env.n_obs_feature() == 210 * 160 * 3
 
 
-@pytest.mark.parametrize("game", ["pong", "breakout"])
-def test_step_pools_last_two_frames_and_sums_rewards(game):
-    env = GameEnvironment(game, actrep=4, seed=3)
+@pytest.mark.parametrize("game, pool_type, pool_size", [("pong", "max", 2), ("breakout", "max", 2),
+                                                        ("breakout", "mean", 3)])
+def test_step_pools_the_last_frames_and_sums_rewards(game, pool_type, pool_size):
+    env = GameEnvironment(game, actrep=4, seed=3, pool_type=pool_type, pool_size=pool_size)
     actions = env.get_actions()
     rng = np.random.default_rng(0)
     pooled_differs = False
@@ -57,8 +58,9 @@ def test_step_pools_last_two_frames_and_sums_rewards(game):
             frames.append(env.ale.getScreenRGB())
         env.ale.restoreState(saved)
         screen, reward, terminal = env.step(a)
-        expected = np.maximum(frames[-2], frames[-1]).astype(np.float32) / 255
-        np.testing.assert_array_equal(screen, expected)
+        last = np.array(frames[-pool_size:], np.float32)
+        expected = (last.max(axis=0) if pool_type == "max" else last.sum(axis=0) / pool_size) / 255
+        np.testing.assert_allclose(screen, expected, rtol=0, atol=1e-7)
         assert screen.dtype == np.float32
         assert reward == sum(rewards) and terminal is False
         assert env.get_state()[1] == reward
@@ -141,13 +143,17 @@ def test_next_random_game_plays_k_frames_after_new_game(k):
     assert env.ale.getEpisodeFrameNumber() == k and env.ale.lives() == 5
 
 
-def test_next_random_game_draws_k_in_1_to_random_starts():
+def test_next_random_game_draws_every_k_in_1_to_random_starts():
     env = GameEnvironment("breakout", random_starts=4, seed=2)
     ks = []
-    for _ in range(6):
-        env.next_random_game()  # burns the running game, resets, plays k frames
-        ks.append(env.ale.getEpisodeFrameNumber())
-    assert set(ks) <= {1, 2, 3, 4} and len(set(ks)) >= 2
+    while len(ks) < 40:
+        play_until_life_lost(env, training=True)
+        frame = env.ale.getFrameNumber()
+        game_over = env.ale.game_over()
+        env.next_random_game()  # after a life lost: its one no-op, then k frames, no reset
+        if not game_over:
+            ks.append(env.ale.getFrameNumber() - frame - 1)
+    assert set(ks) == {1, 2, 3, 4}  # P(a value missing from 40 draws) < 1e-4
 
 
 @pytest.mark.parametrize("game, hint", [

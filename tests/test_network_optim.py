@@ -45,6 +45,7 @@ def test_init_bounds(net):
         bound = 1 / math.sqrt(layer.weight[0].numel())
         assert layer.weight.abs().max() <= bound and layer.bias.abs().max() <= bound
         assert layer.weight.abs().max() > 0.9 * bound  # uniform over the whole range
+        assert layer.bias.abs().max() > 0.5 * bound  # 6 biases: P(all within half the range) = 1/64
     assert net.conv1.weight[0].numel() == 4 * 8 * 8 and net.fc1.weight[0].numel() == 3136
 
 

@@ -1,11 +1,17 @@
-"""The training loop's clock, as ``train_agent.lua`` keeps it."""
+"""The training loop of ``train_agent.lua``: its episodes, its evaluations and its clock,
+on the real emulator."""
+import itertools
 import types
+
+import numpy as np
+import pytest
 
 import threadpoolctl
 import torch
 
 from dqn_nature import train
 from dqn_nature.config import resolve
+from dqn_nature.preprocess import scale_y, to_bytes
 
 
 def test_training_time_is_all_but_the_evaluation_steps(monkeypatch):
@@ -50,3 +56,80 @@ def test_a_trainer_sets_the_threads_as_initenv_does():
         assert torch.get_num_threads() == 1
         assert {p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"} == {1}
     torch.set_num_threads(threads)
+
+
+def record_calls(trainer):
+    """Log each environment call of ``trainer``'s loop as (name, training step, evaluating,
+    (reward, terminal, lives before, lives after) for ``step``) in the returned list."""
+    env, calls, depth = trainer.env, [], [0]
+
+    def logged(name):
+        function = getattr(env, name)
+
+        def call(*args, **kwargs):
+            lives = env.ale.lives()
+            depth[0] += 1  # next_random_game's own new_game() is not the loop's call
+            result = function(*args, **kwargs)
+            depth[0] -= 1
+            outcome = (result[1], result[2], lives, env.ale.lives()) if name == "step" else None
+            if not depth[0]:
+                calls.append((name, trainer.step, trainer.evaluating, outcome))
+            return result
+        setattr(env, name, call)
+
+    for name in ("step", "new_game", "next_random_game"):
+        logged(name)
+    return calls
+
+
+@pytest.mark.parametrize("random_starts, restart", [(30, "next_random_game"), (0, "new_game")])
+def test_a_training_terminal_restarts_instead_of_stepping(random_starts, restart):
+    """A lost life is terminal in training; the next step perceives it and then restarts
+    (nextRandomGame, or newGame without random starts) instead of stepping."""
+    config = resolve(dict(game="breakout", gpu=-1, steps=400, learn_start=1000, replay_memory=1000,
+                          random_starts=random_starts, threads=1, verbose=0))
+    trainer = train.Trainer(config, -1)
+    calls = record_calls(trainer)
+    for _ in trainer.run():
+        pass
+    assert [step for _, step, _, _ in calls] == list(range(1, 401))  # one call per step
+    terminals = [step for name, step, _, outcome in calls if name == "step" and outcome[1]]
+    assert len(terminals) >= 3
+    assert all(outcome[3] < outcome[2] for name, _, _, outcome in calls if name == "step" and outcome[1])
+    assert [step for name, step, _, _ in calls if name != "step"] == [t + 1 for t in terminals]
+    assert {name for name, _, _, _ in calls if name != "step"} == {restart}
+
+
+def test_evaluation_scores_finished_episodes_and_links_its_last_state_to_training():
+    """Ms. Pac-Man, untrained: 900 evaluation steps finish two games and start a third. The
+    quirk of SPEC 8: the next training step stores the last evaluation state as a transition."""
+    config = resolve(dict(game="ms_pacman", gpu=-1, steps=201, learn_start=100, eval_freq=200, eval_steps=900,
+                          replay_memory=1000, update_freq=1000, buffer_size=64, valid_size=32, threads=1,
+                          verbose=0, seed=2))
+    trainer = train.Trainer(config, -1)
+    agent, calls = trainer.agent, record_calls(trainer)
+    run = trainer.run()
+    (evaluation,) = [e.evaluation for e in itertools.islice(run, 200) if e.evaluation]
+    last_state, last_action = agent.last_state.copy(), agent.last_action
+    screen, reward, _ = trainer.env.get_state()
+    next(run)  # the first training step after the evaluation perceives its last screen, and stores
+    np.testing.assert_array_equal(agent.transitions.recent_s[-1], to_bytes(scale_y(screen)))
+    assert calls[-2][2] and calls[-1][:3] == ("step", 201, False)  # no environment call between them
+    stored = agent.transitions.insert_index - 1  # its last state as a transition
+    np.testing.assert_array_equal(agent.transitions.s[stored], last_state)
+    assert (agent.transitions.a[stored], agent.transitions.r[stored]) == (last_action, np.clip(reward, -1, 1))
+
+    evaluating = [(name, outcome) for name, _, in_evaluation, outcome in calls if in_evaluation]
+    assert evaluating[0] == ("new_game", None)
+    steps = [outcome for name, outcome in evaluating if name == "step"]
+    assert len(steps) == 900
+    rewards, terminals = np.array([s[0] for s in steps]), np.array([s[1] for s in steps])
+    ends = np.flatnonzero(terminals)
+    assert len(ends) == 2 and rewards[ends[-1] + 1:].sum() > 0  # the unfinished third game scored
+    assert any(after < before for _, terminal, before, after in steps if not terminal)  # lives lost, no terminal
+    assert [name for name, _ in evaluating[1:] if name != "step"] == ["next_random_game"] * 2
+    mean = rewards[:ends[-1] + 1].sum() / 2
+    assert (evaluation.reward, evaluation.nepisodes, evaluation.nrewards) == (mean, 2, np.count_nonzero(rewards))
+    h = trainer.history
+    assert (h["reward_history"], h["episode_counts"], h["reward_counts"]) == ([mean], [2], [evaluation.nrewards])
+    assert evaluation.epsilon == 0.05
