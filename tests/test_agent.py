@@ -208,6 +208,9 @@ def test_validation_set_sampled_at_learn_start_plus_1(pong_screens):
     assert agent.num_steps == 72  # sampled in the call that began at num_steps = 71
     s, a, r, s2, term = agent.valid
     assert s.shape == (32, 4, 7056) and s2.shape == (32, 4, 7056) and len(a) == len(r) == len(term) == 32
+    t = agent.transitions  # the first 32 slots of a fresh prefetch buffer; minibatches read on
+    assert t.buf_ind == 32 and all(np.array_equal(u, v[:32]) for u, v in
+                                   zip(agent.valid, (t.buf_s, t.buf_a, t.buf_r, t.buf_s2, t.buf_term)))
     valid = copy.deepcopy(agent.valid)
     agent.perceive(0, pong_screens[72], False)
     assert all(np.array_equal(u, v) for u, v in zip(agent.valid, valid))  # kept for the run

@@ -134,6 +134,15 @@ def test_wrap_around():
     assert table.empty() and table.size() == 0
 
 
+def test_sampling_straddles_the_insert_position_once_wrapped():
+    """SPEC 8: indices are drawn from [1, num_entries - hist_len - 1] whatever the insert
+    position, so a state can join the newest frames to the oldest."""
+    table = make_table(13, max_size=10, buffer_size=8)  # frames 11, 12, 13 | 4, ..., 10; insert position 3
+    expected = {(12, 13, 4, 5), (13, 4, 5, 6), (4, 5, 6, 7), (5, 6, 7, 8), (6, 7, 8, 9)}
+    assert {tuple(ids(table.sample_one()[0])) for _ in range(300)} == expected
+    assert {tuple(ids(table.sample(1)[0][0])) for _ in range(300)} == expected
+
+
 def test_add_stores_float_frames_by_truncation():
     table = make_table(0)
     table.add(np.array([0.999, 0.5, 1.0], np.float32), 2, -1.0, False)
