@@ -130,6 +130,13 @@ class History:
         """Training frames at each evaluation: ``step_history * actrep``."""
         return self.step_history * self.actrep
 
+    @property
+    def score_history(self) -> np.ndarray:
+        """``reward_history`` with NaN at the evaluations that finished no episode, float64, one
+        entry per evaluation: DQN 3.0 records 0 there (no total over max(1, 0) episodes), which
+        is not a score."""
+        return np.where(self.episode_counts > 0, self.reward_history, np.nan)
+
     def state_dict(self, which: str = "model") -> dict:
         """The stored parameters of ``"model"`` or ``"best_model"`` as float32 tensors (also
         from a slim file's float16 copy).
@@ -277,6 +284,16 @@ class RunSet:
     arguments: dict
     runs: list
     label: str = ""
+
+    def unscored_note(self) -> str | None:
+        """A one-line note when evaluations of the set finished no episode (their recorded 0 is
+        not a score, and reports and plots leave it out), else None."""
+        unscored = sum(int((r.episode_counts == 0).sum()) for r in self.runs)
+        if not unscored:
+            return None
+        total = sum(len(r.episode_counts) for r in self.runs)
+        return (f"{self.label}: {unscored} of {total} evaluations finished no episode; their recorded 0 is not "
+                "a score and is left out (a longer --eval-steps finishes episodes)")
 
     def shared_seeds_note(self) -> str | None:
         """A one-line note when runs of the set share a seed (each still counts as a seed;

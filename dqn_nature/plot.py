@@ -1,7 +1,7 @@
 """``dqn-plot``: training curves in the style of Figure 2 of Mnih et al. (Nature 2015).
 
 Two panels against training frames, agent steps or epochs: the average score per
-evaluation episode (``reward_history``) and the average predicted action value on the
+evaluation episode (``reward_history`` where an episode finished) and the average predicted action value on the
 held-out validation set (``v_history``). Seeds of one configuration draw as a mean line
 with a band; the paper's score, the random and human scores and external curves
 (``--reference``) can be drawn for comparison.
@@ -56,12 +56,14 @@ def seed_curves(run_set, field: str, x: str):
     """Mean, min, max and std over the seeds of ``run_set`` of history ``field``.
 
     Returns float64 arrays ``(xs, mean, low, high, std)`` over the sorted evaluation steps of
-    all seeds; at each step, the statistics are over the seeds that reached it.
+    all seeds; at each step, the statistics are over the seeds with a value there (NaN is none:
+    ``score_history`` at an evaluation that finished no episode, a diverged network's values).
     """
     by_step = {}
     for run in run_set.runs:
         for step, value in zip(run.step_history, getattr(run, field)):
-            by_step.setdefault(int(step), []).append(float(value))
+            if not np.isnan(value):
+                by_step.setdefault(int(step), []).append(float(value))
     steps = sorted(by_step)
     values = [np.array(by_step[s]) for s in steps]
     stats = np.array([(v.mean(), v.min(), v.max(), v.std()) for v in values]).reshape(-1, 4).T
@@ -120,8 +122,9 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             over the runs' range (up to its first point at or after their last evaluation); in
             epochs they are converted at the paper's 800,000 frames per epoch.
         allow_mixed: allow runs of several games in one figure.
-        note: called with a one-line message for runs with nothing to draw, and for runs of
-            one configuration that share a seed.
+        note: called with a one-line message for runs with nothing to draw, for evaluations
+            that finished no episode (no score to draw) and for runs of one configuration that
+            share a seed.
 
     Raises:
         PlotError: unknown output suffix, mixed games, bad reference CSV, or no run with an
@@ -139,8 +142,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
         raise PlotError("no evaluation in any of the runs yet; nothing to plot")
     for s in run_sets:
-        if shared := s.shared_seeds_note():
-            note(shared)
+        for message in filter(None, (s.unscored_note(), s.shared_seeds_note())):
+            note(message)
         for run in s.runs:
             if len(run.step_history) == 0:
                 note(f"{run.path}: no evaluation yet (step {run.steps}); nothing to draw for it")
@@ -156,8 +159,10 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             continue
         seeds = len(s.runs)
         label = "\n".join(textwrap.wrap(s.label + (f" ({seeds} seeds)" if seeds > 1 else ""), LEGEND_WIDTH))
-        for ax, field in ((ax_score, "reward_history"), (ax_value, "v_history")):
+        for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
             xs, mean, low, high, std = seed_curves(s, field, x)
+            if not len(xs):
+                continue
             x_max = max(x_max, xs[-1])
             ax.plot(xs, mean, color=f"C{i}", marker="o" if len(xs) < 30 else None, markersize=3, label=label)
             if seeds > 1:

@@ -24,17 +24,19 @@ COLUMNS = {
 def report_rows(run_sets) -> list:
     """One dict per ``RunSet`` with the keys of ``COLUMNS``; None where unknown.
 
-    ``frames`` and ``evaluations``: the most of any seed. ``best``: the highest evaluation
-    score of any seed. ``last``: the mean over seeds of each seed's last evaluation score
-    (``last_std`` their standard deviation, ddof 0, with two seeds or more); seeds without an
-    evaluation are left out. ``human_normalised`` = 100 (last - random) / (human - random) and
-    ``percent_of_nature`` = 100 last / Nature score, both of ``last``.
+    ``frames`` and ``evaluations``: the most of any seed. Scores are those of evaluations that
+    finished an episode (``History.score_history``). ``best``: the highest score of any seed.
+    ``last``: the mean over seeds of each seed's last score (``last_std`` their standard
+    deviation, ddof 0, with two seeds or more); seeds without a score are left out.
+    ``human_normalised`` = 100 (last - random) / (human - random) and ``percent_of_nature`` =
+    100 last / Nature score, both of ``last``.
     """
     rows = []
     for s in run_sets:
         ref = reference(s.game)
-        lasts = np.array([r.reward_history[-1] for r in s.runs if len(r.reward_history)], dtype=np.float64)
-        scores = [r.reward_history for r in s.runs if len(r.reward_history)]
+        scores = [h[~np.isnan(h)] for h in (r.score_history for r in s.runs)]
+        scores = [h for h in scores if len(h)]
+        lasts = np.array([h[-1] for h in scores], dtype=np.float64)
         last = float(lasts.mean()) if len(lasts) else None
         rows.append(dict(
             game=s.game, config=s.label, seeds=len(s.runs), frames=max(r.frames for r in s.runs),
@@ -91,13 +93,14 @@ def report_command(runs, fmt):
     Folders are searched for .h5 histories (*.params.h5 left out; a file there that is not a
     readable history is skipped with a warning). Seeds of one configuration
     share a row: best is the best of any seed, last the mean over seeds of their last evaluation
-    score; the human-normalised score and the % of the Nature score are of that mean.
+    score; the human-normalised score and the % of the Nature score are of that mean. An
+    evaluation that finished no episode has no score (DQN 3.0 records 0 for it).
     """
     try:
         run_sets = load_runs(runs, skip=lambda m: click.echo(f"dqn-report: warning: skipped {m}", err=True))
     except HistoryError as e:
         fail(str(e))
-    for note in filter(None, (s.shared_seeds_note() for s in run_sets)):
+    for note in filter(None, (n for s in run_sets for n in (s.unscored_note(), s.shared_seeds_note()))):
         click.echo(f"dqn-report: warning: {note}", err=True)
     click.echo(format_rows(report_rows(run_sets), fmt))
 

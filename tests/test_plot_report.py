@@ -36,12 +36,14 @@ def trained(tmp_path_factory):
     return str(name) + ".h5"
 
 
-def synthetic(path, rewards, *, game="pong", first_step=50_000, eval_freq=50_000, **arguments):
-    """Write a history with evaluation scores ``rewards`` at steps first_step, +eval_freq, ...;
-    v_history is 0.1 x the evaluation index. ``arguments`` override run_gpu's defaults."""
+def synthetic(path, rewards, *, game="pong", first_step=50_000, eval_freq=50_000, episodes=None, **arguments):
+    """Write a history with evaluation scores ``rewards`` at steps first_step, +eval_freq, ...,
+    each over one episode unless ``episodes`` gives the counts; v_history is 0.1 x the
+    evaluation index. ``arguments`` override run_gpu's defaults."""
     n = len(rewards)
     steps = first_step + eval_freq * np.arange(n)
-    history = dict(reward_history=rewards, reward_counts=np.full(n, 21), episode_counts=np.ones(n),
+    episodes = np.ones(n) if episodes is None else np.array(episodes)
+    history = dict(reward_history=rewards, reward_counts=np.full(n, 21), episode_counts=episodes,
                    v_history=0.1 * np.arange(n), td_history=np.ones(n), qmax_history=np.ones(n),
                    step_history=steps, time_history=np.arange(n + 1) * 10.0)
     args = dict(Config(game=game).as_dict(), name=str(path)[:-3], **arguments)
@@ -141,7 +143,8 @@ def test_scores_match_the_reference_csv():
 def test_plot_one_trained_run(trained, tmp_path, capsys):
     fig = tmp_path / "one.png"
     code, out, err = run_cli(plot_main, [trained, "-o", fig, "--show-random-human"], capsys)
-    assert code == 0 and err == ""
+    assert code == 0 and err == "dqn-plot: note: pong_run: 2 of 2 evaluations finished no episode; their " \
+        "recorded 0 is not a score and is left out (a longer --eval-steps finishes episodes)\n"
     with Image.open(fig) as im:
         assert im.format == "PNG" and im.size == PNG_SIZE
     assert count_colour(fig, SEED_BAND) < 300  # one seed: a line, no band (a band of 3 seeds: > 2000)
@@ -297,6 +300,28 @@ def test_runs_of_one_configuration_sharing_a_seed_are_noted(tmp_path, capsys):
     assert code == 0 and err == ""
 
 
+def test_evaluations_that_finished_no_episode_are_not_scores(tmp_path, capsys):
+    """DQN 3.0 records a score of 0 for them (no total over max(1, 0) episodes)."""
+    a = synthetic(tmp_path / "pong_s1.h5", [0.0, -20.0, 0.0], episodes=[0, 2, 0], seed=1)
+    b = synthetic(tmp_path / "pong_s2.h5", [0.0, 0.0, -18.0], episodes=[0, 0, 1], seed=2)
+    (s,) = load_runs([a, b])
+    np.testing.assert_array_equal(s.runs[0].score_history, [np.nan, -20.0, np.nan])
+    (row,) = report_rows([s])
+    assert (row["evaluations"], row["best"], row["last"], row["last_std"]) == (3, -18.0, -19.0, 1.0)
+    xs, mean, low, high, _ = seed_curves(s, "score_history", "steps")
+    assert xs.tolist() == [100_000, 150_000] and mean.tolist() == [-20.0, -18.0] and low.tolist() == [-20.0, -18.0]
+    note = "pong_s: 4 of 6 evaluations finished no episode; their recorded 0 is not a score and is left out"
+    code, _, err = run_cli(report_main, [a, b], capsys)
+    assert code == 0 and err.startswith(f"dqn-report: warning: {note}")
+    code, _, err = run_cli(plot_main, [a, b, "-o", tmp_path / "f.png"], capsys)
+    assert code == 0 and err.startswith(f"dqn-plot: note: {note}")
+    unscored = synthetic(tmp_path / "quick.h5", [0.0, 0.0], episodes=[0, 0])
+    code, out, _ = run_cli(report_main, [unscored, "--format", "csv"], capsys)
+    row = list(csv.DictReader(out.splitlines()))[0]
+    assert code == 0 and row["evaluations"] == "2" and row["best"] == row["last"] == row["human_normalised"] == ""
+    assert run_cli(plot_main, [unscored, "-o", tmp_path / "g.png"], capsys)[0] == 0
+
+
 def test_report_of_a_run_without_evaluation_has_blanks(tmp_path, capsys):
     code, out, err = run_cli(report_main, [synthetic(tmp_path / "new.h5", []), "--format", "csv"], capsys)
     row = list(csv.DictReader(out.splitlines()))[0]
@@ -313,4 +338,4 @@ def test_console_scripts(trained, tmp_path):
     assert report.returncode == 0
     row = list(csv.DictReader(report.stdout.splitlines()))[0]
     assert (row["game"], row["frames"], row["evaluations"]) == ("pong", "2000", "2")
-    assert float(row["last"]) == load_history(trained).reward_history[-1]
+    assert row["last"] == "" and "2 of 2 evaluations finished no episode" in report.stderr  # 200 steps of Pong
