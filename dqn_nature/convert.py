@@ -89,7 +89,7 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
 def convert_command(source, target, game, n_actions, cuda_conv, overwrite):
     """Convert a DQN 3.0 snapshot OLD.t7 (or a .params.t7 vector) into the history NEW.h5.
 
-    Needs the torchfile package for binary .t7 files: pip install dqn-nature[legacy].
+    Needs the torchfile package for binary .t7 files: pip install 'dqn-nature[legacy]'.
     """
     from .torch7 import LegacyError
 

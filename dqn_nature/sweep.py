@@ -407,7 +407,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     except (click.ClickException, ConfigError) as e:
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
-        fail("Ray is not installed: pip install dqn-nature[ray]")
+        fail("Ray is not installed: pip install 'dqn-nature[ray]'")
     from .cli import train
     from .history import HistoryError, load_history
 

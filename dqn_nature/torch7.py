@@ -57,7 +57,7 @@ def read_t7(path: str):
             import torchfile
         except ImportError:
             raise LegacyError(f"{path}: reading Torch7 binary files needs torchfile: "
-                              "pip install dqn-nature[legacy]") from None
+                              "pip install 'dqn-nature[legacy]'") from None
         return _plain(torchfile.load(path))
     except LegacyError:
         raise

@@ -273,7 +273,7 @@ def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
 
 def test_torchfile_missing(tmp_path, snapshot_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchfile", None)
-    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "x.h5"), "pip install dqn-nature[legacy]")
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "x.h5"), "pip install 'dqn-nature[legacy]'")
 
 
 def test_reader_follows_references_and_ascii(tmp_path):

@@ -60,7 +60,7 @@ def test_without_ray_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep.importlib.util, "find_spec", lambda name: None)
     result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY])
     assert result.exit_code == 2
-    assert "pip install dqn-nature[ray]" in result.output
+    assert "pip install 'dqn-nature[ray]'" in result.output
 
 
 @pytest.mark.parametrize("scheme", ["", "ray://"])
