@@ -130,12 +130,10 @@ class Progress:
             tqdm.write(text) if not self.bar.disable else click.echo(text)
 
     def update(self, event) -> None:
-        """Advance one step (a ``train.Event``): print an evaluation's summary, and every
-        ``prog_freq`` steps the progress line and, at verbose >= 2, ``agent.report()``."""
+        """Advance one step (a ``train.Event``): every ``prog_freq`` steps print the progress
+        line and, at verbose >= 2, ``agent.report()``; then an evaluation's summary (the order
+        of ``train_agent.lua``)."""
         t, c = self.trainer, self.trainer.config
-        if event.evaluation is not None:
-            self.last_reward = f"{event.evaluation.reward:.2f}"
-            self.write(event.evaluation.summary())
         self.bar.update(1)
         if event.step % c.prog_freq == 0:
             self.bar.set_postfix(frames=event.step * c.actrep, epsilon=f"{t.agent.train_epsilon():.3f}",
@@ -147,6 +145,9 @@ class Progress:
                            f"epsilon {t.agent.train_epsilon():.3f}, last eval reward {self.last_reward}")
             if c.verbose >= 2:
                 self.write(t.agent.report())
+        if event.evaluation is not None:
+            self.last_reward = f"{event.evaluation.reward:.2f}"
+            self.write(event.evaluation.summary())
 
     def close(self):
         self.bar.close()

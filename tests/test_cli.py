@@ -77,7 +77,10 @@ def test_pong_run_output(pong_run):
     cwd, result = pong_run
     assert result.stderr == ""
     assert len(EVALUATION_LINE.findall(result.stdout)) == 1
-    assert "Steps: 1000 (frames: 4000), reward: " in result.stdout
+    evaluation = result.stdout.index("Steps: 1000 (frames: 4000), reward: ")
+    # As in train_agent.lua, a step's progress report comes before its evaluation, then the save.
+    progress = re.search(r"^Steps: 1000 \(frames: 4000\), [\d.]+ steps/s", result.stdout, re.MULTILINE).start()
+    assert progress < evaluation < result.stdout.index("Saved: out/pong.h5")
     assert result.stdout.count("Saved: out/pong.h5") == 1
     assert "  learn_start = 900" in result.stdout  # the resolved arguments are printed
     assert {p for p in files_under(cwd / "out") if p.endswith(".h5")} == {"pong.h5", "pong.params.h5"}
