@@ -389,8 +389,9 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     Example: dqn-sweep --games pong,breakout --seeds 1-5 --args run_gpu --gpus-per-run 1 --out sweeps/paper
 
     Running the same command again skips finished runs and restarts the others (from their
-    checkpoint where dqn-train supports --resume). Exit status: 0 if every run finished, 1 if
-    one failed, 2 for bad options.
+    checkpoint where dqn-train supports --resume). Ctrl-C or SIGTERM cancels the runs, which
+    leave their last history and checkpoint. Exit status: 0 if every run finished, 1 if one
+    failed, 2 for bad options or no reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
     """
     from .config import ConfigError
 
