@@ -133,3 +133,16 @@ def test_evaluation_scores_finished_episodes_and_links_its_last_state_to_trainin
     h = trainer.history
     assert (h["reward_history"], h["episode_counts"], h["reward_counts"]) == ([mean], [2], [evaluation.nrewards])
     assert evaluation.epsilon == 0.05
+
+
+def test_the_best_network_changes_only_on_a_strictly_better_score():
+    """Evaluations of 20 Pong steps finish no game: each scores 0, so the network of the first
+    evaluation stays the best although learning changed it since."""
+    config = resolve(dict(game="pong", gpu=-1, steps=140, learn_start=100, eval_freq=20, eval_steps=20,
+                          replay_memory=1000, update_freq=5, buffer_size=64, valid_size=32, threads=1, verbose=0))
+    trainer = train.Trainer(config, -1)
+    networks = {e.step: {k: v.clone() for k, v in trainer.agent.network.state_dict().items()}
+                for e in trainer.run() if e.evaluation}
+    assert list(networks) == [120, 140] and trainer.history["reward_history"] == [0.0, 0.0]
+    assert not torch.equal(networks[120]["fc2.bias"], networks[140]["fc2.bias"])
+    assert all(torch.equal(trainer.best_network[k], v) for k, v in networks[120].items())
