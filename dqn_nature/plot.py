@@ -1,10 +1,10 @@
 """``dqn-plot``: training curves in the style of Figure 2 of Mnih et al. (Nature 2015).
 
 Two panels against training frames, agent steps or epochs: the average score per
-evaluation episode (``reward_history`` where an episode finished) and the average predicted action value on the
-held-out validation set (``v_history``). Seeds of one configuration draw as a mean line
-with a band; the paper's score, the random and human scores and external curves
-(``--reference``) can be drawn for comparison.
+evaluation episode (``score_history``: ``reward_history`` where an episode finished) and
+the average predicted action value on the held-out validation set (``v_history``). Seeds
+of one configuration draw as a mean line with a band; the paper's score, the random and
+human scores and external curves (``--reference``) can be drawn for comparison.
 """
 from __future__ import annotations
 
