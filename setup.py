@@ -24,7 +24,7 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "opencv-python-headless>=4.8", "torchfile>=0.1", "ray[client]>=2.9",
-                 "tensorboard>=2.12"],
+                 "tensorboard>=2.12", "imageio-ffmpeg>=0.4"],
         "legacy": ["torchfile>=0.1"],
         "ray": ["ray[client]>=2.9"],
         "tensorboard": ["tensorboard>=2.12"],
