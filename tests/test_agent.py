@@ -117,6 +117,16 @@ def test_get_q_update_by_hand(rescale_r, clip_delta, deltas):
     np.testing.assert_allclose(targets.numpy(), expected, atol=1e-6)
 
 
+def test_without_target_q_the_online_network_gives_the_targets():
+    agent = make_agent(actions=[0, 1, 2], target_q=0)
+    set_constant_q(agent.network, [0.5, -0.2, 0.1])
+    set_constant_q(agent.target_network, [0.3, 0.9, -1.0])  # unused
+    s = np.zeros((2, 4, 7056), np.uint8)
+    _, delta, q2_max, _ = agent.get_q_update(s, np.array([0, 1]), np.zeros(2), s, np.zeros(2))
+    np.testing.assert_allclose(q2_max.numpy(), 0.5, atol=1e-7)
+    np.testing.assert_allclose(delta.numpy(), [0.99 * 0.5 - 0.5, 0.99 * 0.5 + 0.2], atol=1e-6)
+
+
 def test_validation_statistics_by_hand():
     agent = make_agent(actions=[0, 1, 2])
     set_constant_q(agent.network, [0.5, -0.2, 0.1])
