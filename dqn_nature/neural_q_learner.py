@@ -147,9 +147,9 @@ class NeuralQLearner:
         states = state[None]
         q = (self._forward_graph(None, states) if self.device.type == "cuda" else self._greedy_q(states))
         q = q.cpu().numpy()[0]
-        best = np.flatnonzero(q == q.max())
-        if len(best) == 0:  # NaN Q-values: the Lua loop keeps the first action
-            best = np.array([0])
+        # The Lua loop compares each Q-value with the best so far, starting from the first:
+        # a NaN first value keeps the first action; a NaN elsewhere never wins or ties.
+        best = np.array([0]) if np.isnan(q[0]) else np.flatnonzero(q == np.nanmax(q))
         self.bestq = float(q[best[0]])
         return int(best[self.rng.integers(len(best))])
 

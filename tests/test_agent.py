@@ -237,6 +237,18 @@ def test_greedy_breaks_ties_uniformly():
     assert {agent.greedy(state) for _ in range(50)} == {3}
 
 
+@pytest.mark.parametrize("q, actions, bestq", [
+    ([0.5, np.nan, 0.75, 0.75, np.nan, 0.0], {2, 3}, 0.75),  # NaN never wins a comparison
+    ([np.nan, 1.0, 2.0, 0.0, 0.0, 0.0], {0}, np.nan),  # nothing beats a NaN first value
+])
+def test_greedy_scans_nan_q_values_as_the_lua_loop_does(q, actions, bestq):
+    agent = make_agent()
+    state = agent.transitions.get_recent()
+    set_constant_q(agent.network, q)
+    assert {agent.greedy(state) for _ in range(50)} == actions
+    np.testing.assert_equal(agent.bestq, bestq)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("precision, tf32", [("fp32", False), ("tf32", True)])
 def test_cuda_fp32_is_not_tf32(precision, tf32):
