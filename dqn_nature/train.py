@@ -53,8 +53,9 @@ class Evaluation:
     eval_fps: float
 
     def summary(self) -> str:
-        """The evaluation lines printed by ``train_agent.lua``."""
-        return (f"V {self.v_avg} TD error {self.tderr_avg} Qmax {self.q_max}\n"
+        """The evaluation lines printed by ``train_agent.lua``: Lua's ``print`` separates its
+        arguments by tabs and writes numbers as ``%.14g``; the summary starts with a newline."""
+        return (f"V\t{self.v_avg:.14g}\tTD error\t{self.tderr_avg:.14g}\tQmax\t{self.q_max:.14g}\n\n"
                 f"Steps: {self.step} (frames: {self.frames}), reward: {self.reward:.2f}, "
                 f"epsilon: {self.epsilon:.2f}, lr: {self.lr:G}, training time: {int(self.train_time)}s, "
                 f"training rate: {int(self.train_fps)}fps, testing time: {int(self.eval_time)}s, "

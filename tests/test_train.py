@@ -42,6 +42,12 @@ def test_training_time_is_all_but_the_evaluation_steps(monkeypatch):
     assert trainer.history["time_history"] == [0.0, 100 + 64 + 1024.75, 2 * (64 + 1024.75) + 150]
     assert [(e.step, e.train_time, e.eval_time) for e in evaluations] == [(200, 1188.75, 25.0), (300, 1138.75, 25.0)]
     summary = evaluations[0].summary()
+    v_line, blank, steps_line = summary.split("\n")  # as Lua prints: tabs between, numbers in %.14g
+    label, v, label2, td, label3, q_max = v_line.split("\t")
+    assert (label, label2, label3, q_max, blank) == ("V", "TD error", "Qmax", "1", "")
+    for text, value in ((v, evaluations[0].v_avg), (td, evaluations[0].tderr_avg)):
+        assert len(text.lstrip("-0.").replace(".", "")) <= 14 and float(text) == pytest.approx(value, rel=1e-13)
+    assert steps_line.startswith("Steps: 200 (frames: 800), reward: 0.00, epsilon: 0.05, lr: 0.00025, ")
     assert "training time: 1188s, training rate: 0fps, testing time: 25s, testing rate: 4fps" in summary
     assert "training time: 1138s" in evaluations[1].summary()
 
