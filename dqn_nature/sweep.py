@@ -3,8 +3,7 @@
 Each run is ``dqn-train --game G --seed K --name OUT/G/seed<K>/NAME [options]`` in a subprocess
 (isolated torch threads and signals, the real command-line validation), with its output in
 ``OUT/G/seed<K>/train.log``. The sweep's record is ``OUT/sweep.json``. Running the same command
-again skips finished runs and restarts the others, from ``NAME.ckpt`` where it exists and
-``dqn-train`` has ``--resume``.
+again skips finished runs and restarts the others, from ``NAME.ckpt`` where it exists.
 """
 from __future__ import annotations
 
@@ -43,13 +42,13 @@ def _now() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log: str, cwd: str) -> dict:
+def train_run(arguments: list[str], checkpoint: str, log: str, cwd: str) -> dict:
     """Run one ``dqn-train`` to its end; executed in a Ray worker (pickled by value, so the
     worker does not import torch itself).
 
     Args:
         arguments: ``dqn-train`` options for a run from scratch.
-        checkpoint: ``<name>.ckpt``; when it exists and ``resume_supported``, the run continues
+        checkpoint: ``<name>.ckpt``; when it exists, the run continues
             from it (``dqn-train --resume <checkpoint> <arguments>``: dqn-train refuses a
             changed algorithm option, and takes a new ``--steps``, ``--threads`` or ``--gpu``);
             else it starts afresh (``--overwrite``).
@@ -69,7 +68,7 @@ def train_run(arguments: list[str], checkpoint: str, resume_supported: bool, log
     signal.signal(signal.SIGINT, signal.default_int_handler)
     exe = os.path.join(os.path.dirname(sys.executable), "dqn-train")
     exe = exe if os.path.exists(exe) else shutil.which("dqn-train") or "dqn-train"
-    resumed = resume_supported and os.path.exists(checkpoint)
+    resumed = os.path.exists(checkpoint)
     # Without a checkpoint to continue, the run starts afresh over whatever it left before.
     command = [exe, *(["--resume", checkpoint] if resumed else ["--overwrite"]), *arguments]
     os.makedirs(os.path.dirname(log), exist_ok=True)
@@ -389,7 +388,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     Example: dqn-sweep --games pong,breakout --seeds 1-5 --args run_gpu --gpus-per-run 1 --out sweeps/paper
 
     Running the same command again skips finished runs and restarts the others (from their
-    checkpoint where dqn-train supports --resume). Ctrl-C or SIGTERM cancels the runs, which
+    checkpoint). Ctrl-C or SIGTERM cancels the runs, which
     leave their last history and checkpoint. Exit status: 0 if every run finished, 1 if one
     failed, 2 for bad options or no reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
     """
@@ -409,10 +408,8 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
         fail("Ray is not installed: pip install 'dqn-nature[ray]'")
-    from .cli import train
     from .history import HistoryError, load_history
 
-    resume_supported = any("--resume" in p.opts for p in train.params)
     arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
                      steps=config.steps, options=options, address=address, cpus_per_run=cpus_per_run,
                      gpus_per_run=gpus_per_run, max_concurrent=max_concurrent)
@@ -465,9 +462,8 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, interrupt)
         try:
-            interrupted = _run_all(ray, todo, table, forwarded, resume_supported,
-                                   max_concurrent or len(todo), cpus_per_run, gpus_per_run,
-                                   lambda: write_record(record_path, arguments, runs, started, None))
+            interrupted = _run_all(ray, todo, table, forwarded, max_concurrent or len(todo), cpus_per_run,
+                                   gpus_per_run, lambda: write_record(record_path, arguments, runs, started, None))
         finally:
             ray.shutdown()
     table.show(final=True)
@@ -476,8 +472,8 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     sys.exit(128 + stop[0] if interrupted else 0 if all(r.state in ("finished", "skipped") for r in runs) else 1)
 
 
-def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], resume_supported: bool,
-             max_concurrent: int, cpus: float, gpus: float, save) -> bool:
+def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concurrent: int, cpus: float,
+             gpus: float, save) -> bool:
     """Submit the runs (at most ``max_concurrent`` at a time), poll them until all have ended,
     calling ``save()`` on each change of state; return whether Ctrl-C (or SIGTERM) interrupted
     the sweep."""
@@ -510,7 +506,7 @@ def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], resume_su
                 # Given last, these override the forwarded (or preset) paths common to all runs.
                 arguments += ["--csv-log", run.csv_log] if run.csv_log else []
                 arguments += ["--tensorboard", run.tensorboard] if run.tensorboard else []
-                in_flight[task.remote(arguments, run.checkpoint, resume_supported, run.log, cwd)] = run
+                in_flight[task.remote(arguments, run.checkpoint, run.log, cwd)] = run
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=POLL_SECONDS)
             states = [r.state for r in todo]
             for ref in done:
