@@ -19,11 +19,12 @@ def game_actions(game: str) -> int:
 
 
 def _check_actions(source: str, model: dict, game: str | None) -> None:
+    from .networks import network_misfit
     from .torch7 import LegacyError
 
-    n_net = model["fc2.weight"].shape[0]
-    if game and n_net != game_actions(game):
-        raise LegacyError(f"{source}: its network has {n_net} actions but {game} has {game_actions(game)}")
+    misfit = game and network_misfit(model, game, game_actions(game))
+    if misfit:
+        raise LegacyError(f"{source}: {misfit}")
 
 
 def convert(source: str, target: str, game: str | None = None, n_actions: int | None = None,

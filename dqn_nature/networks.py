@@ -30,3 +30,15 @@ def load_network_state(path: str, best: bool = False) -> dict:
     if suffix == ".h5":
         return load_history(path).load_network("best_model" if best else "model").state_dict()
     raise HistoryError(f"{path}: not a network file (expected a .h5 history or a DQN 3.0 .t7 file)")
+
+
+def network_misfit(state: dict, game: str, n_actions: int, in_channels: int | None = None) -> str | None:
+    """Why the ``convnet_atari3`` ``state`` (as ``load_network_state`` returns it) cannot play
+    ``game``, with ``n_actions`` actions and, when given, ``in_channels`` input channels
+    (hist_len x ncols), the only shapes in which such networks differ; None when it fits."""
+    n_net, channels = state["fc2.weight"].shape[0], state["conv1.weight"].shape[1]
+    if n_net != n_actions:
+        return f"its network has {n_net} actions but {game} has {n_actions}"
+    if in_channels is not None and channels != in_channels:
+        return f"its network takes {channels} frames per state but hist_len x ncols is {in_channels}"
+    return None

@@ -247,7 +247,7 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     import torch
 
     from . import train as training
-    from .networks import load_network_state
+    from .networks import load_network_state, network_misfit
     from .neural_q_learner import NeuralQLearner
 
     pool = _DEFAULTS
@@ -262,9 +262,9 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     except (HistoryError, GameError) as e:
         fail(str(e))
     actions = env.get_actions()
-    n_net = state["fc2.weight"].shape[0]
-    if n_net != len(actions):
-        fail(f"{network}: its network has {n_net} actions but {game} has {len(actions)}")
+    misfit = network_misfit(state, game, len(actions))  # its hist_len is the network's
+    if misfit:
+        fail(f"{network}: {misfit}")
     if gif_file and os.path.splitext(gif_file)[1].lower() != ".gif":
         fail(f"--gif-file {gif_file}: use a .gif file")
     if video:

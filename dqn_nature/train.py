@@ -127,15 +127,13 @@ class Trainer:
             history.HistoryError: unreadable file or a network that does not fit the game.
         """
         from .history import HistoryError
-        from .networks import load_network_state
+        from .networks import load_network_state, network_misfit
 
         state = load_network_state(path, best)
-        try:
-            self.agent.network.load_state_dict(state)
-        except RuntimeError:
-            shape = tuple(state.get("fc2.weight", torch.empty(0)).shape)
-            raise HistoryError(f"{path}: its network (output {shape}) does not fit {self.config.game} "
-                               f"with {len(self.actions)} actions") from None
+        misfit = network_misfit(state, self.config.game, len(self.actions), self.agent.network.in_channels)
+        if misfit:
+            raise HistoryError(f"{path}: {misfit}")
+        self.agent.network.load_state_dict(state)
         self.agent.target_network.load_state_dict(self.agent.network.state_dict())
 
     def run(self) -> Iterator[Event]:

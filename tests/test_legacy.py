@@ -212,7 +212,10 @@ def test_dqn_train_refuses_a_bad_t7(tmp_path, weights):
 
     t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(random_weights(n_actions=4))))
     args = ["--game", "pong", "--gpu", "-1", "--replay-memory", "2000", "--learn-start", "600", "--verbose", "0"]
-    assert_bad_input(run(train, *args, "-network", tmp_path / "s.t7"), "does not fit pong with 6 actions")
+    assert_bad_input(run(train, *args, "-network", tmp_path / "s.t7"), "its network has 4 actions but pong has 6")
+    t7writer.save(tmp_path / "h.t7", snapshot(t7writer.dqn_network(random_weights())))
+    assert_bad_input(run(train, *args, "--hist-len", "2", "-network", tmp_path / "h.t7"),
+                     "its network takes 4 frames per state but hist_len x ncols is 2")
     (tmp_path / "junk.t7").write_bytes(b"\x07\x00\x00\x00")
     assert_bad_input(run(train, *args, "--network", tmp_path / "junk.t7"), "not a readable Torch7 file")
 
