@@ -11,7 +11,6 @@ import importlib.util
 import os
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from click.core import ParameterSource
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
-from .console import LuaCommand, fail, os_reason, run_command
+from .console import LuaCommand, creation_problem, fail, os_reason, run_command
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
@@ -106,10 +105,8 @@ def check_resources(config) -> None:
             if os.path.exists(existing):
                 raise ConfigError(f"cannot write output files in {folder!r} (from {option}): {existing!r} is a file")
             existing = os.path.dirname(existing)
-        try:  # a real attempt: os.access says yes to root even on /proc or /sys
-            tempfile.TemporaryFile(dir=existing).close()
-        except OSError:
-            raise ConfigError(f"cannot write output files in {folder!r} (from {option})") from None
+        if creation_problem(existing):
+            raise ConfigError(f"cannot write output files in {folder!r} (from {option})")
 
 
 class Progress:

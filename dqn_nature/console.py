@@ -5,6 +5,7 @@ import difflib
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -22,6 +23,16 @@ def os_reason(e: OSError) -> str:
     """Why an ``OSError`` happened, in the system's words for its errno (\"Read-only file
     system\"): h5py's own message runs over several lines and names the temporary file."""
     return os.strerror(e.errno) if e.errno else e.strerror or " ".join(str(e).split())
+
+
+def creation_problem(folder: str) -> str | None:
+    """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
+    real attempt: ``os.access`` says yes to root even on /proc or /sys."""
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as e:
+        return os_reason(e)
+    return None
 
 
 def refuse_to_replace(target: str, overwrite: bool, suffix: str = ".h5"):

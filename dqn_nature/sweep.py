@@ -19,14 +19,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import click
 from tqdm import tqdm
 
-from .console import fail, os_reason, run_command
+from .console import creation_problem, fail, os_reason, run_command
 
 POLL_SECONDS = 3.0
 CONNECT_SECONDS = 10.0  # for a Ray cluster given by --address host:port
@@ -435,9 +434,11 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     stop = []  # the signal that interrupted the sweep
     try:  # before Ray, whose start is slow and talkative
         os.makedirs(out, exist_ok=True)
-        tempfile.TemporaryFile(dir=out).close()
     except OSError as e:
         fail(f"cannot write in --out {out}: {os_reason(e)}")
+    problem = creation_problem(out)
+    if problem:
+        fail(f"cannot write in --out {out}: {problem}")
     if todo:
         try:
             ray = start_ray(address)

@@ -19,7 +19,7 @@ import click
 import numpy as np
 
 from .cli import StopRequest
-from .console import LuaCommand, fail, os_reason, run_command
+from .console import LuaCommand, creation_problem, fail, os_reason, run_command
 from .config import SEED_LIMIT, Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
@@ -200,9 +200,8 @@ def _unwritable(path: str) -> str | None:
         return "it is a folder"
     if not os.path.isdir(folder):
         return f"no folder {folder}"
-    if not os.access(folder, os.W_OK):
-        return f"folder {folder} is not writable"
-    return None
+    problem = creation_problem(folder)
+    return problem and f"folder {folder}: {problem}"
 
 
 def _option(name: str, *aliases: str, **kwargs):
@@ -275,8 +274,9 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
         except ImportError:
             fail("--video needs imageio-ffmpeg: pip install imageio-ffmpeg")
     for option, path in (("--gif-file", gif_file), ("--video", video), ("--csv-file", csv_file)):
-        if path and _unwritable(path):
-            fail(f"cannot write {option} {path}: {_unwritable(path)}")
+        problem = path and _unwritable(path)
+        if problem:
+            fail(f"cannot write {option} {path}: {problem}")
     device = training.resolve_device(gpu, lambda m: click.echo(m, err=True))
     training.set_threads(threads)
     torch.manual_seed(seed)

@@ -177,6 +177,9 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "no" / "x.gif"),
                      "cannot write --gif-file", "no folder")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", tmp_path), "it is a folder")
+    # Tried, not asked: os.access lets root write in /proc.
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", "/proc/x.csv"),
+                     "cannot write --csv-file /proc/x.csv: folder /proc: ")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.avi"), ".mp4")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "x.png"), "use a .gif file")
     assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
