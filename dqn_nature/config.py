@@ -125,7 +125,8 @@ def field_type(f) -> type:
 
 
 SEED_LIMIT = 2**31  # seeds are below it: the emulator's seed is a C int
-_BY_ANY_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}}
+# Every option under its Python and its Lua name.
+OPTION_BY_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}}
 
 
 def agent_defaults() -> dict:
@@ -209,10 +210,10 @@ def _named(values: dict, source: str) -> dict:
     """Map Lua or Python names to fields, rejecting unknown names."""
     out = {}
     for key, value in values.items():
-        f = _BY_ANY_NAME.get(key)
+        f = OPTION_BY_NAME.get(key)
         if f is None:
             raise ConfigError(f"unknown {source} {key!r}")
-        if isinstance(value, BareWord) and field_type(f) is not str and value in _BY_ANY_NAME:
+        if isinstance(value, BareWord) and field_type(f) is not str and value in OPTION_BY_NAME:
             continue  # nil in Lua: the option keeps its default (see BareWord)
         out[f.name] = _coerce(f, value)
     return out
@@ -227,7 +228,7 @@ def agent_params_from_lua(text: str) -> dict:
     """
     values = parse_lua_table(text)
     arch = values.pop("network", "convnet_atari3")
-    unknown = [k for k in values if k not in _BY_ANY_NAME or not _BY_ANY_NAME[k].metadata["agent"]]
+    unknown = [k for k in values if k not in OPTION_BY_NAME or not OPTION_BY_NAME[k].metadata["agent"]]
     if unknown:
         raise ConfigError(f"unknown agent parameter {unknown[0]!r} in agent_params")
     out = _named(values, "agent parameter")

@@ -6,11 +6,10 @@ import csv
 import os
 
 from .files import append_csv_row, atomic_path
-from .history import HISTORY_FIELDS
+from .history import LUA_HISTORIES
 
 TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package: pip install 'dqn-nature[tensorboard]'"
-_HISTORY_COLUMNS = tuple(k for k in HISTORY_FIELDS if k != "step_history")
-CSV_COLUMNS = ("step", "frames", *_HISTORY_COLUMNS, "epsilon", "lr", "train_fps", "eval_fps")
+CSV_COLUMNS = ("step", "frames", *LUA_HISTORIES, "epsilon", "lr", "train_fps", "eval_fps")
 
 
 def csv_log_problem(path: str) -> str | None:
@@ -47,7 +46,7 @@ def evaluation_row(trainer, evaluation) -> dict:
     ``train_fps``/``eval_fps`` in frames/s; all Python scalars. The figures that
     ``train_agent.lua`` prints after each evaluation; no Lua function of its own."""
     row = dict(step=evaluation.step, frames=evaluation.frames)
-    row.update({k: trainer.history[k][-1] for k in _HISTORY_COLUMNS})
+    row.update({k: trainer.history[k][-1] for k in LUA_HISTORIES})
     row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
                eval_fps=evaluation.eval_fps)
     return row

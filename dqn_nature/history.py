@@ -34,6 +34,7 @@ HISTORY_FIELDS = {
     "v_history": np.float64, "td_history": np.float64, "qmax_history": np.float64,
     "step_history": np.int64, "time_history": np.float64,
 }
+LUA_HISTORIES = tuple(k for k in HISTORY_FIELDS if k != "step_history")  # those train_agent.lua saves
 
 
 class HistoryError(ValueError):

@@ -15,8 +15,8 @@ import re
 import numpy as np
 import torch
 
-from .config import FIELDS, field_type, lua_name
-from .history import HistoryError
+from .config import OPTION_BY_NAME, field_type
+from .history import LUA_HISTORIES, HistoryError
 from .network import convnet_atari3
 
 # (kernel, stride, padding) of convnet_atari3's convolutions
@@ -24,9 +24,6 @@ CONV_SHAPES = {"conv1": (8, 4, 1), "conv2": (4, 2, 0), "conv3": (3, 1, 0)}
 _CONVS = {"nn.SpatialConvolution", "nn.SpatialConvolutionMM", "nn.SpatialConvolutionCUDA",
           "cudnn.SpatialConvolution"}
 _PASS_THROUGH = {"nn.Reshape", "nn.View", "nn.Transpose", "nn.Rectifier", "nn.ReLU", "cudnn.ReLU"}
-_HISTORIES = ("reward_history", "reward_counts", "episode_counts", "v_history", "td_history",
-              "qmax_history", "time_history")
-_BY_LUA_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}, "env": None}
 
 
 class LegacyError(HistoryError):
@@ -351,7 +348,7 @@ def load_snapshot(path: str, data=None) -> Snapshot:
                           f"reward_history, arguments...); found {describe(data)}")
     lua_args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
     arguments = convert_arguments(lua_args)
-    history = {key: _series(data.get(key), path, key) for key in _HISTORIES}
+    history = {key: _series(data.get(key), path, key) for key in LUA_HISTORIES}
     agent_params = lua_args.get("agent_params") if isinstance(lua_args.get("agent_params"), dict) else {}
     eval_freq = whole_number(lua_args.get("eval_freq"), 10_000, path, "eval_freq")  # train_agent.lua's default
     learn_start = whole_number(agent_params.get("learn_start"), 0, path, "learn_start")  # NeuralQLearner's
@@ -420,8 +417,8 @@ def convert_arguments(lua_args: dict) -> dict:
             value = None
         if key == "gpu" and isinstance(value, (int, float)):
             value = int(value) - 1 if value >= 1 else -1
-        f = _BY_LUA_NAME.get(key)
-        out["game" if key == "env" else f.name if f else key] = _typed(f, value) if f else value
+        f = OPTION_BY_NAME.get(key)
+        out[f.name if f else key] = _typed(f, value) if f else value
     return out
 
 
