@@ -96,10 +96,6 @@ class Config:
     min_reward: float = option(-1.0, "rewards are clipped below at this", agent=True)
     max_reward: float = option(1.0, "rewards are clipped above at this", agent=True)
 
-    def default_name(self) -> str:
-        """``DQN3_0_1_<game>_FULL_Y``, the run_gpu script's name."""
-        return f"DQN3_0_1_{self.game}_FULL_Y"
-
     def agent_params(self) -> dict:
         """The NeuralQLearner parameters under their Lua names."""
         return {lua_name(f): getattr(self, f.name) for f in FIELDS if f.metadata["agent"]}
@@ -125,8 +121,14 @@ def field_type(f) -> type:
 
 
 SEED_LIMIT = 2**31  # seeds are below it: the emulator's seed is a C int
+TESTING_EP = 0.05  # the exploration rate of train_agent.lua's evaluations
 # Every option under its Python and its Lua name.
 OPTION_BY_NAME = {**{f.name: f for f in FIELDS}, **{lua_name(f): f for f in FIELDS}}
+
+
+def default_name(game: str) -> str:
+    """``DQN3_0_1_<game>_FULL_Y``, the output base name of the run_gpu script."""
+    return f"DQN3_0_1_{game}_FULL_Y"
 
 
 def agent_defaults() -> dict:
@@ -293,7 +295,7 @@ def build(values: dict) -> Config:
     ``DQN3_0_1_<game>_FULL_Y`` when no name is given. Raises ConfigError."""
     config = Config(**_named(values, "option"))
     if config.game and not config.name:
-        config.name = config.default_name()
+        config.name = default_name(config.game)
     validate(config)
     return config
 

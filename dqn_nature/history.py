@@ -286,25 +286,22 @@ class RunSet:
     runs: list
     label: str = ""
 
-    def unscored_note(self) -> str | None:
-        """A one-line note when evaluations of the set finished no episode (their recorded 0 is
-        not a score, and reports and plots leave it out), else None."""
+    def notes(self) -> list[str]:
+        """One-line notes on what reports and plots of the set should say: evaluations that
+        finished no episode (their recorded 0 is not a score, and is left out), and runs that
+        share a seed (each still counts as a seed; on a CPU they are one run twice)."""
+        notes = []
         unscored = sum(int((r.episode_counts == 0).sum()) for r in self.runs)
-        if not unscored:
-            return None
-        total = sum(len(r.episode_counts) for r in self.runs)
-        return (f"{self.label}: {unscored} of {total} evaluations finished no episode; their recorded 0 is not "
-                "a score and is left out (a longer --eval-steps finishes episodes)")
-
-    def shared_seeds_note(self) -> str | None:
-        """A one-line note when runs of the set share a seed (each still counts as a seed;
-        on a CPU they are one run twice), else None."""
+        if unscored:
+            total = sum(len(r.episode_counts) for r in self.runs)
+            notes.append(f"{self.label}: {unscored} of {total} evaluations finished no episode; their recorded 0 "
+                         "is not a score and is left out (a longer --eval-steps finishes episodes)")
         seeds = [r.arguments.get("seed") for r in self.runs]
         shared = sorted({s for s in seeds if s is not None and seeds.count(s) > 1})
-        if not shared:
-            return None
-        return (f"{self.label}: several runs have seed {', '.join(map(str, shared))}; each counts as a seed "
-                "(on a CPU they repeat one run)")
+        if shared:
+            notes.append(f"{self.label}: several runs have seed {', '.join(map(str, shared))}; each counts as a "
+                         "seed (on a CPU they repeat one run)")
+        return notes
 
 
 def history_paths(inputs) -> list:

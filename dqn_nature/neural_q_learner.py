@@ -12,7 +12,7 @@ import torch
 
 from .config import FIELDS, agent_defaults, lua_name
 from .cuda_graph import CudaGraph
-from .network import convnet_atari3
+from .network import INPUT_SIDE, convnet_atari3
 from .optim import DeepMindRMSProp
 from .preprocess import scale_y, to_bytes
 from .transition_table import TransitionTable
@@ -125,7 +125,7 @@ class NeuralQLearner:
         channels-last tensor on the device."""
         x = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(frames))
         x = x.to(self.device)
-        x = x.reshape(len(x), -1, 84, 84)
+        x = x.reshape(len(x), -1, INPUT_SIDE, INPUT_SIDE)
         # Reordered while still uint8 (a quarter of the bytes, one float copy, not two), one
         # channel at a time: 2x faster than .contiguous(memory_format=channels_last) for 4.
         nhwc = x.new_empty(x.shape[:1] + x.shape[2:] + x.shape[1:2])

@@ -142,7 +142,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
         raise PlotError("no evaluation in any of the runs yet; nothing to plot")
     for s in run_sets:
-        for message in filter(None, (s.unscored_note(), s.shared_seeds_note())):
+        for message in s.notes():
             note(message)
         for run in s.runs:
             if len(run.step_history) == 0:

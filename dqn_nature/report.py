@@ -100,7 +100,7 @@ def report_command(runs, fmt):
         run_sets = load_runs(runs, skip=lambda m: click.echo(f"dqn-report: warning: skipped {m}", err=True))
     except HistoryError as e:
         fail(str(e))
-    for note in filter(None, (n for s in run_sets for n in (s.unscored_note(), s.shared_seeds_note()))):
+    for note in (n for s in run_sets for n in s.notes()):
         click.echo(f"dqn-report: warning: {note}", err=True)
     click.echo(format_rows(report_rows(run_sets), fmt))
 

@@ -391,7 +391,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     leave their last history and checkpoint. Exit status: 0 if every run finished, 1 if one
     failed, 2 for bad options or no reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
     """
-    from .config import ConfigError
+    from .config import ConfigError, default_name
 
     game_list = list(dict.fromkeys(g.strip() for g in games.split(",") if g.strip()))
     out = os.path.abspath(out)
@@ -417,7 +417,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     for game in game_list:
         for seed in seed_list:
             folder = os.path.join(out, game, f"seed{seed}")
-            base = os.path.join(folder, name or f"DQN3_0_1_{game}_FULL_Y")
+            base = os.path.join(folder, name or default_name(game))
             run = Run(game, seed, folder, base + ".h5", base + ".ckpt", os.path.join(folder, "train.log"),
                       *run_logs(config, game, seed))
             try:

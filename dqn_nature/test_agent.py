@@ -20,7 +20,7 @@ import numpy as np
 
 from .cli import StopRequest
 from .console import LuaCommand, creation_problem, fail, os_reason, run_command
-from .config import SEED_LIMIT, Config, ConfigError, resolve
+from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
 from .history import HistoryError
@@ -58,7 +58,7 @@ class Step:
     episode_end: Episode | None = None
 
 
-def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = 0.05,
+def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TESTING_EP,
          max_steps: int | None = None, with_q: bool = False) -> Iterator[Step]:
     """Play ``episodes`` games and yield every agent step (the loop of ``test_agent.lua``).
 
@@ -219,7 +219,7 @@ _DEFAULTS = Config()
 @_option("network", required=True, help="trained network: a .h5 history, a DQN 3.0 .t7 snapshot or .params.t7")
 @_option("best", is_flag=True, help="play the best evaluated network (best_model)")
 @_option("episodes", type=click.IntRange(1), default=1, show_default=True, help="games to play")
-@_option("testing-ep", type=click.FloatRange(0, 1), default=0.05, show_default=True, help="exploration rate")
+@_option("testing-ep", type=click.FloatRange(0, 1), default=TESTING_EP, show_default=True, help="exploration rate")
 @_option("max-steps", type=click.IntRange(1), help="stop an episode after this many agent steps")
 @_option("actrep", type=click.IntRange(1), default=_DEFAULTS.actrep, show_default=True, help="frames per agent step")
 @_option("random-starts", type=click.IntRange(0), default=_DEFAULTS.random_starts, show_default=True,

@@ -19,12 +19,11 @@ import threadpoolctl
 import torch
 
 from . import __version__
-from .config import Config
+from .config import TESTING_EP, Config
 from .environment import GameEnvironment
 from .history import HISTORY_FIELDS, save_history, save_network_params
 from .neural_q_learner import NeuralQLearner
 
-TESTING_EP = 0.05  # evaluation epsilon of train_agent.lua
 
 
 @dataclasses.dataclass
