@@ -35,11 +35,11 @@ def creation_problem(folder: str) -> str | None:
     return None
 
 
-def refuse_to_replace(target: str, overwrite: bool, suffix: str = ".h5"):
-    """``fail`` (exit 2) unless ``target`` ends with ``suffix`` and, without ``overwrite``,
-    does not exist: a user's file is replaced only when asked."""
-    if not target.endswith(suffix):
-        fail(f"{target}: name the output file <name>{suffix}")
+def refuse_to_replace(target: str, overwrite: bool):
+    """``fail`` (exit 2) unless the history ``target`` ends with ``.h5`` and, without
+    ``overwrite``, does not exist: a user's file is replaced only when asked."""
+    if not target.endswith(".h5"):
+        fail(f"{target}: name the output file <name>.h5")
     if not overwrite and os.path.exists(target):
         fail(f"{target} exists; replace it with --overwrite, or choose another name")
 

@@ -68,13 +68,13 @@ class GameScreen:
         ValueError: ``pool_type`` other than "max" or "mean", or ``size`` below 1.
     """
 
-    def __init__(self, size: int = 2, pool_type: str = "max", shape=(210, 160, 3)):
+    def __init__(self, size: int = 2, pool_type: str = "max"):
         if pool_type not in ("max", "mean"):
             raise ValueError(f"pool type must be 'max' or 'mean', not {pool_type!r}")
         if size < 1:
             raise ValueError(f"pool size must be at least 1, not {size}")
         self.size, self.pool_type = size, pool_type
-        self.frames = np.zeros((size,) + tuple(shape), np.uint8)
+        self.frames = np.zeros((size, 210, 160, 3), np.uint8)  # every Atari 2600 screen
         self.count = 0  # frames painted since the last clear()
 
     def clear(self) -> None:

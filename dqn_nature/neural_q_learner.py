@@ -54,7 +54,6 @@ class NeuralQLearner:
             params[key] = value
         if params["preproc"] != "net_downsample_2x_full_y":
             raise ValueError(f"preproc must be 'net_downsample_2x_full_y', not {params['preproc']!r}")
-        self.params = params
         self.actions = list(actions)
         self.n_actions = len(self.actions)
         p = params
@@ -229,11 +228,11 @@ class NeuralQLearner:
         with torch.set_grad_enabled(need_grad), self._autocast():
             q_all = (self.network(self._to_input(s)) if need_grad else self._q_values(self.network, s)).float()
         q = q_all.detach().gather(1, a[:, None])[:, 0]
-        delta = r / self.r_max if self.rescale_r else r.clone()
+        delta = r / self.r_max if self.rescale_r else r
         delta = delta + self.discount * (1 - term) * q2_max - q
         if self.clip_delta:
             delta = delta.clamp(-self.clip_delta, self.clip_delta)
-        targets = torch.zeros_like(q_all, dtype=torch.float32).scatter_(1, a[:, None], delta[:, None])
+        targets = torch.zeros_like(q_all).scatter_(1, a[:, None], delta[:, None])
         return targets, delta, q2_max, q_all
 
     def _q_values(self, network, frames) -> torch.Tensor:

@@ -73,7 +73,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                     state["g2"] = torch.zeros_like(p)
                 g, g2 = state["g"], state["g2"]
                 denom = self._denom.get(p)
-                if denom is None or denom.stride() != g2.stride():
+                if denom is None:
                     denom = self._denom[p] = torch.empty_like(g2)
                 g.mul_(decay).add_(dw, alpha=1 - decay)
                 g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
