@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import click
-import h5py
 
 from . import __version__
 from .console import LuaCommand, fail, os_reason, refuse_to_replace, run_command
 from .environment import GameEnvironment, GameError
-from .files import atomic_path
 from .history import HISTORY_FIELDS, save_history
 
 SOURCE = "DQN 3.0 .t7"
@@ -68,11 +66,9 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         rewards = history["reward_history"]
         summary = (f"{game}, {steps} steps, {len(rewards)} evaluations"
                    + (f", best reward {max(rewards):g}" if rewards else ""))
-    with atomic_path(target) as tmp:
-        save_history(tmp, game=game or "", steps=steps, frames=steps * actrep, history=history, model=model,
-                     best_model=best, arguments=arguments, package_version=__version__)
-        with h5py.File(tmp, "a") as f:
-            f.attrs.update(converted_from=source, source=SOURCE)
+    save_history(target, game=game or "", steps=steps, frames=steps * actrep, history=history, model=model,
+                 best_model=best, arguments=arguments, package_version=__version__,
+                 attrs=dict(converted_from=source, source=SOURCE))
     return f"Converted {source} ({summary}) to {target}"
 
 

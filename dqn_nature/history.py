@@ -56,7 +56,7 @@ def from_attr(value):
 
 
 def save_history(path: str, *, game: str, steps: int, frames: int, history: dict, model: dict,
-                 best_model: dict | None, arguments: dict, package_version: str) -> None:
+                 best_model: dict | None, arguments: dict, package_version: str, attrs: dict | None = None) -> None:
     """Write a history file atomically (``torch.save`` of the slim agent in ``train_agent.lua``).
 
     Args:
@@ -66,13 +66,14 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
         model, best_model: ``state_dict`` of the network and of the best network (or None).
         arguments: the resolved options (None values are stored as empty strings).
         package_version: version of dqn_nature that wrote it.
+        attrs: further root attributes (strings), such as a converted file's origin.
 
     Raises:
         OSError: the file cannot be written (the previous file is left intact).
     """
     with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
         f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=game, steps=int(steps),
-                       frames=int(frames), package_version=package_version)
+                       frames=int(frames), package_version=package_version, **(attrs or {}))
         group = f.create_group("history")
         for key, dtype in HISTORY_FIELDS.items():
             group.create_dataset(key, data=np.asarray(history[key], dtype=dtype).reshape(-1), fletcher32=True)
