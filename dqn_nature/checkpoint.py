@@ -9,15 +9,13 @@ replay memory's first ``num_entries`` rows of ``s``, ``a``, ``r``, ``t`` in chun
 """
 from __future__ import annotations
 
-import os
-
 import h5py
 import numpy as np
 import torch
 
 from . import __version__
 from .files import atomic_path
-from .history import WRITE_OPTIONS, to_attr, from_attr
+from .history import WRITE_OPTIONS, from_attr, open_checked, to_attr
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -83,17 +81,7 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
 
 
 def _open(path: str) -> h5py.File:
-    if not os.path.exists(path):
-        raise CheckpointError(f"{path}: no such checkpoint")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise CheckpointError(f"{path}: not a readable HDF5 file, damaged or truncated ({e})") from None
-    found = from_attr(f.attrs.get("format"))
-    if found != FORMAT:
-        f.close()
-        raise CheckpointError(f"{path}: not a dqn_nature checkpoint (format attribute {found!r})")
-    return f
+    return open_checked(path, FORMAT, "checkpoint", CheckpointError)
 
 
 def read_header(path: str) -> tuple[dict, int]:

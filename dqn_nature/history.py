@@ -175,15 +175,31 @@ class History:
         return net
 
 
-def _open(path: str) -> h5py.File:
+def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py.File:
+    """``path`` open for reading, an HDF5 file whose ``format`` attribute is ``fmt`` (a dqn_nature
+    ``kind`` file: "history", "checkpoint").
+
+    Raises:
+        ``error``, one line naming ``path``: no such file, a folder, not readable as HDF5
+        (damaged or truncated), or another format.
+    """
     if not os.path.exists(path):
-        raise HistoryError(f"{path}: no such file")
+        raise error(f"{path}: no such file")
     if os.path.isdir(path):
-        raise HistoryError(f"{path}: a folder, not a history file")
+        raise error(f"{path}: a folder, not a {kind} file")
     try:
-        return h5py.File(path, "r")
+        f = h5py.File(path, "r")
     except OSError as e:
-        raise HistoryError(f"{path}: not a readable HDF5 file ({e})") from None
+        raise error(f"{path}: not a readable HDF5 file, damaged or truncated ({e})") from None
+    found = from_attr(f.attrs.get("format"))
+    if found != fmt:
+        f.close()
+        raise error(f"{path}: not a dqn_nature {kind} file (format attribute {found!r})")
+    return f
+
+
+def _open(path: str) -> h5py.File:
+    return open_checked(path, FORMAT, "history", HistoryError)
 
 
 def load_history(path: str) -> History:
@@ -195,9 +211,6 @@ def load_history(path: str) -> History:
     try:
         with _open(path) as f:
             attrs = {k: from_attr(v) for k, v in f.attrs.items()}
-            if attrs.get("format") != FORMAT:
-                raise HistoryError(f"{path}: not a dqn_nature history file (format attribute "
-                                   f"{attrs.get('format')!r})")
             if attrs.get("format_version") != FORMAT_VERSION:
                 raise HistoryError(f"{path}: unsupported history format_version {attrs.get('format_version')!r}")
             missing = [k for k in HISTORY_FIELDS if k not in f.get("history", {})]
