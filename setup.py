@@ -19,12 +19,11 @@ setup(
         "threadpoolctl>=3.1",
         "filelock>=3.0",
         "matplotlib>=3.7",
-        "imageio>=2.28",
         "pillow>=9.5",
     ],
     extras_require={
         "test": ["pytest>=7", "opencv-python-headless>=4.8", "torchfile>=0.1", "ray[client]>=2.9",
-                 "tensorboard>=2.12", "imageio-ffmpeg>=0.4"],
+                 "tensorboard>=2.12", "imageio>=2.28", "imageio-ffmpeg>=0.4"],
         "legacy": ["torchfile>=0.1"],
         "ray": ["ray[client]>=2.9"],
         "tensorboard": ["tensorboard>=2.12"],
