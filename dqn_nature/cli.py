@@ -9,7 +9,6 @@ import contextlib
 import glob
 import importlib.util
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from click.core import ParameterSource
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
-from .console import LuaCommand, creation_problem, fail, os_reason, run_command
+from .console import LuaCommand, StopRequest, creation_problem, fail, os_reason, run_command
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
@@ -148,34 +147,6 @@ class Progress:
 
     def close(self):
         self.bar.close()
-
-
-class StopRequest:
-    """SIGINT/SIGTERM handler: the first signal sets ``signum``, for the loop to stop at its
-    next check; a second one exits at once (files already written stay intact).
-
-    Args:
-        delay: called on the first signal; returns why the stop may take long (printed
-            after the signal's name), or None.
-    """
-
-    def __init__(self, delay=lambda: None):
-        self.signum, self.delay = None, delay
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self.handle)
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
-
-    def handle(self, signum, frame):
-        """Record the first signal and print ``delay()``'s reason; exit at once on a second."""
-        if self.signum is not None:
-            os._exit(128 + signum)
-        self.signum = signum
-        reason = self.delay()
-        if reason:
-            tqdm.write(f"{self.name}: {reason}", file=sys.stderr)
 
 
 def numbered_histories(config) -> list[str]:

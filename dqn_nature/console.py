@@ -1,14 +1,17 @@
-"""What every ``dqn-*`` command shares: errors as one line on stderr, and exit statuses."""
+"""What every ``dqn-*`` command shares: errors as one line on stderr, exit statuses, and stopping
+on a signal."""
 from __future__ import annotations
 
 import difflib
 import os
 import re
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
 import click
+from tqdm import tqdm
 
 
 def fail(message: str, code: int = 2):
@@ -73,3 +76,31 @@ class LuaCommand(click.Command):
             elif re.fullmatch(r"-[A-Za-z]\w+", name) and name not in takes_value:
                 raise click.NoSuchOption(name, possibilities=difflib.get_close_matches(name, takes_value), ctx=ctx)
         return super().parse_args(ctx, args)
+
+
+class StopRequest:
+    """SIGINT/SIGTERM handler: the first signal sets ``signum``, for the loop to stop at its
+    next check; a second one exits at once (files already written stay intact).
+
+    Args:
+        delay: called on the first signal; returns why the stop may take long (printed
+            after the signal's name), or None.
+    """
+
+    def __init__(self, delay=lambda: None):
+        self.signum, self.delay = None, delay
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self.handle)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    def handle(self, signum, frame):
+        """Record the first signal and print ``delay()``'s reason; exit at once on a second."""
+        if self.signum is not None:
+            os._exit(128 + signum)
+        self.signum = signum
+        reason = self.delay()
+        if reason:
+            tqdm.write(f"{self.name}: {reason}", file=sys.stderr)

@@ -18,8 +18,7 @@ from typing import Iterator
 import click
 import numpy as np
 
-from .cli import StopRequest
-from .console import LuaCommand, creation_problem, fail, os_reason, run_command
+from .console import LuaCommand, StopRequest, creation_problem, fail, os_reason, run_command
 from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, resolve
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
