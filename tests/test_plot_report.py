@@ -27,9 +27,10 @@ SEED_BAND = (198, 220, 236)  # the first configuration's band: C0 at alpha 0.25 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A history written by dqn-train: 500 steps of Pong, evaluations at steps 250 and 500
-    (learning from step 100, with a small prefetch buffer and validation set)."""
+    (learning from step 100, an update every 20 steps, with a small prefetch buffer and
+    validation set)."""
     name = tmp_path_factory.mktemp("trained") / "pong_run"
-    subprocess.run(["dqn-train", "--game", "pong", "--steps", "500", "--replay-memory", "2000",
+    subprocess.run(["dqn-train", "--game", "pong", "--steps", "500", "--replay-memory", "2000", "--update-freq", "20",
                     "--learn-start", "100", "--buffer-size", "64", "--valid-size", "50", "--eval-freq", "250",
                     "--eval-steps", "200", "--save-freq", "500", "--gpu", "-1", "--threads", "1", "--verbose", "0",
                     "--name", str(name)], check=True)
