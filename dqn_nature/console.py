@@ -30,7 +30,8 @@ def os_reason(e: OSError) -> str:
 
 def creation_problem(folder: str) -> str | None:
     """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
-    real attempt: ``os.access`` says yes to root even on /proc or /sys."""
+    real attempt, with a temporary file that is removed at once: ``os.access`` says yes to
+    root even on /proc or /sys."""
     try:
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:

@@ -176,8 +176,9 @@ class History:
 
 
 def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py.File:
-    """``path`` open for reading, an HDF5 file whose ``format`` attribute is ``fmt`` (a dqn_nature
-    ``kind`` file: "history", "checkpoint").
+    """``path`` open for reading (an ``h5py.File`` for the caller to close), an HDF5 file whose
+    ``format`` attribute is ``fmt`` (a dqn_nature ``kind`` file: "history", "checkpoint"). No
+    Lua counterpart (``torch.load``).
 
     Raises:
         ``error``, one line naming ``path``: no such file, a folder, not readable as HDF5
@@ -301,9 +302,9 @@ class RunSet:
     label: str = ""
 
     def notes(self) -> list[str]:
-        """One-line notes on what reports and plots of the set should say: evaluations that
-        finished no episode (their recorded 0 is not a score, and is left out), and runs that
-        share a seed (each still counts as a seed; on a CPU they are one run twice)."""
+        """One-line notes (none, one or two) on what reports and plots of the set should say:
+        evaluations that finished no episode (their recorded 0 is not a score, and is left out),
+        and runs that share a seed (each still counts as a seed; on a CPU they are one run twice)."""
         notes = []
         unscored = sum(int((r.episode_counts == 0).sum()) for r in self.runs)
         if unscored:

@@ -35,7 +35,8 @@ def load_network_state(path: str, best: bool = False) -> dict:
 def network_misfit(state: dict, game: str, n_actions: int, in_channels: int | None = None) -> str | None:
     """Why the ``convnet_atari3`` ``state`` (as ``load_network_state`` returns it) cannot play
     ``game``, with ``n_actions`` actions and, when given, ``in_channels`` input channels
-    (hist_len x ncols), the only shapes in which such networks differ; None when it fits."""
+    (hist_len x ncols), the only shapes in which such networks differ; None when it fits. No
+    Lua counterpart: DQN 3.0 failed in the first forward pass instead."""
     n_net, channels = state["fc2.weight"].shape[0], state["conv1.weight"].shape[1]
     if n_net != n_actions:
         return f"its network has {n_net} actions but {game} has {n_actions}"

@@ -146,9 +146,10 @@ class NeuralQLearner:
         states = state[None]
         q = (self._forward_graph(None, states) if self.device.type == "cuda" else self._greedy_q(states))
         q = q.cpu().numpy()[0]
-        # The Lua loop compares each Q-value with the best so far, starting from the first:
-        # a NaN first value keeps the first action; a NaN elsewhere never wins or ties.
-        best = np.array([0]) if np.isnan(q[0]) else np.flatnonzero(q == np.nanmax(q))
+        best = np.flatnonzero(q == q.max())
+        if len(best) == 0:  # a NaN: the Lua loop compares each value with the best so far from the
+            # first, so a NaN first value keeps the first action and a NaN elsewhere never wins or ties
+            best = np.array([0]) if np.isnan(q[0]) else np.flatnonzero(q == np.nanmax(q))
         self.bestq = float(q[best[0]])
         return int(best[self.rng.integers(len(best))])
 

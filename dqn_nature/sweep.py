@@ -47,10 +47,10 @@ def train_run(arguments: list[str], checkpoint: str, log: str, cwd: str) -> dict
 
     Args:
         arguments: ``dqn-train`` options for a run from scratch.
-        checkpoint: ``<name>.ckpt``; when it exists, the run continues
-            from it (``dqn-train --resume <checkpoint> <arguments>``: dqn-train refuses a
-            changed algorithm option, and takes a new ``--steps``, ``--threads`` or ``--gpu``);
-            else it starts afresh (``--overwrite``).
+        checkpoint: ``<name>.ckpt``; when it exists, the run continues from it (``dqn-train
+            --resume <checkpoint> <arguments>``: dqn-train refuses a changed algorithm option,
+            and takes a new ``--steps``, ``--threads`` or ``--gpu``); else it starts afresh
+            (``--overwrite``).
         log: file that receives stdout and stderr (appended to, one header line per attempt).
         cwd: the sweep's working folder, used where it exists on the worker's machine.
 
@@ -387,9 +387,9 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     Example: dqn-sweep --games pong,breakout --seeds 1-5 --args run_gpu --gpus-per-run 1 --out sweeps/paper
 
     Running the same command again skips finished runs and restarts the others (from their
-    checkpoint). Ctrl-C or SIGTERM cancels the runs, which
-    leave their last history and checkpoint. Exit status: 0 if every run finished, 1 if one
-    failed, 2 for bad options or no reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
+    checkpoint). Ctrl-C or SIGTERM cancels the runs, which leave their last history and
+    checkpoint. Exit status: 0 if every run finished, 1 if one failed, 2 for bad options or no
+    reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
     """
     from .config import ConfigError, default_name
 
