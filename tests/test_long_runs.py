@@ -24,7 +24,7 @@ DQN_TRAIN = shutil.which("dqn-train")
 # One torch thread, tiny memories and minibatches: a step costs little and learning starts at step 100.
 TINY = ["--game", "pong", "--gpu", -1, "--threads", 1, "--verbose", 0, "--replay-memory", 2000,
         "--buffer-size", 64, "--valid-size", 50, "--learn-start", 100, "--minibatch-size", 8,
-        "--update-freq", 2, "--target-q", 150, "--eval-steps", 100]
+        "--update-freq", 4, "--target-q", 150, "--eval-steps", 100]
 # Saves and checkpoints every 100 steps, evaluations at 200 and 300; replay memory in the checkpoints.
 EXACT = [*TINY, "--steps", 300, "--eval-freq", 100, "--save-freq", 100, "--checkpoint-replay", "--name", "run"]
 # Saves and checkpoints (without the replay memory) every 100 steps, and no end in sight.
@@ -177,7 +177,7 @@ def test_resume_equals_the_uninterrupted_run(runs):
 def test_sigkill_at_random_moments_and_during_saves(tmp_path):
     rng = random.Random(5)
     previous, last, killed_in_save = 0, None, 0
-    for attempt, moment in enumerate(("random", "save", "random", "save")):
+    for attempt, moment in enumerate(("save", "random", "save")):
         proc = start(tmp_path, *(ENDLESS if attempt == 0 else ["--resume", "run"]))
         # A new checkpoint shows that this process restored the last one and went on.
         wait_for(proc, lambda last=last: inode(tmp_path / "run.ckpt") not in (None, last))
@@ -238,13 +238,13 @@ def test_sigterm_writes_and_resumes(tmp_path):
 
 
 def test_sigint_during_an_evaluation_says_it_waits_for_its_end(tmp_path):
-    # Step 199's progress line comes just before step 200's evaluation of 2,000 steps (seconds).
-    proc = start(tmp_path, *TINY, "--steps", 1000, "--eval-freq", 200, "--eval-steps", 2000, "--verbose", 1,
+    # Step 199's progress line comes just before step 200's evaluation of 1,000 steps (seconds).
+    proc = start(tmp_path, *TINY, "--steps", 1000, "--eval-freq", 200, "--eval-steps", 1000, "--verbose", 1,
                  "--prog-freq", 199, "--name", "run")
     for line in proc.stdout:
         if line.startswith("Steps: 199 "):
             break
-    time.sleep(1)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     result = finish(proc)
     assert result.returncode == 130, result.stderr

@@ -14,9 +14,10 @@ from click.testing import CliRunner
 
 from dqn_nature import load_history, sweep
 
-# One evaluation, at step 300 (learning starts at 100 with a small prefetch buffer).
+# One evaluation, at step 300 (learning starts at 100 with a small prefetch buffer; 10 updates).
 TINY = ["--steps", "300", "--eval-freq", "300", "--eval-steps", "50", "--replay-memory", "1000",
-        "--buffer-size", "64", "--valid-size", "50", "--learn-start", "100", "--gpu", "-1", "--threads", "1"]
+        "--buffer-size", "64", "--valid-size", "50", "--learn-start", "100", "--update-freq", "20", "--gpu", "-1",
+        "--threads", "1"]
 
 
 def test_parse_seeds():
