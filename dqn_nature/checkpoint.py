@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import h5py
 import numpy as np
-import torch
 
 from . import __version__
 from .files import atomic_path
@@ -32,8 +31,8 @@ def _write(group: h5py.Group, values: dict) -> None:
             continue
         if isinstance(value, dict):
             _write(group.create_group(key), value)
-        elif isinstance(value, (np.ndarray, torch.Tensor)):
-            data = value.detach().cpu().contiguous().numpy() if isinstance(value, torch.Tensor) else value
+        elif isinstance(value, np.ndarray) or hasattr(value, "detach"):  # an array, or a torch tensor
+            data = value if isinstance(value, np.ndarray) else value.detach().cpu().contiguous().numpy()
             group.create_dataset(key, data=data, fletcher32=data.ndim > 0)  # scalars have no checksum
         else:
             group.attrs[key] = to_attr(value)

@@ -216,7 +216,6 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     steps x actrep. SIGINT/SIGTERM stop after the current step, writing the history
     and a checkpoint <name>.ckpt for --resume.
     """
-    from . import train as training  # torch import deferred so --help is quick
     from .checkpoint import CheckpointError, read_header
 
     try:
@@ -249,6 +248,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
             fail(f"cannot create the output folder for {option}: {e.strerror}")
+    from . import train as training  # torch, imported once the options are known good: errors come at once
+
     with run_lock(config.name):
         gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
         threads = training.set_threads(config.threads)

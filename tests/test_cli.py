@@ -363,6 +363,17 @@ def test_bad_input_console_script(tmp_path):
     assert len(result.stderr.splitlines()) == 1 and files_under(tmp_path) == []
 
 
+@pytest.mark.parametrize("args", [["--game", "nosuchgame"], ["--game", "pong", "--steps", "0"],
+                                  ["--game", "pong", "--agent-params", "lr=,"]])
+def test_bad_input_is_refused_before_torch_loads(tmp_path, args):
+    # Importing torch takes seconds: a mistyped option must not wait for it.
+    code = ("import atexit, sys; atexit.register(lambda: print('torch' in sys.modules)); "
+            "from dqn_nature.cli import main; main(sys.argv[1:])")
+    result = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "False\n"), result.stderr
+    assert files_under(tmp_path) == []
+
+
 USAGE_ERRORS = [
     ("dqn_nature.cli", ["-eval_frq", "5"], r"No such option '-eval_frq'.*'-eval_freq'"),  # a Lua flag, mistyped
     ("dqn_nature.cli", ["--name", "-run", "--bogus"], r"No such option '--bogus'"),  # "-run" is --name's value
