@@ -44,12 +44,12 @@ def evaluation_row(trainer, evaluation) -> dict:
     ``step`` (agent steps), ``frames``, every history field's newest value (``reward_history``,
     ``v_history``, ..., ``time_history`` in seconds), the training ``epsilon``, ``lr``, and
     ``train_fps``/``eval_fps`` in frames/s; all Python scalars. The figures that
-    ``train_agent.lua`` prints after each evaluation; no Lua function of its own."""
-    row = dict(step=evaluation.step, frames=evaluation.frames)
-    row.update({k: trainer.history[k][-1] for k in LUA_HISTORIES})
-    row.update(epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
-               eval_fps=evaluation.eval_fps)
-    return row
+    ``train_agent.lua`` prints after each evaluation, in the order of ``CSV_COLUMNS``; no Lua
+    function of its own."""
+    values = {k: trainer.history[k][-1] for k in LUA_HISTORIES}
+    values.update(step=evaluation.step, frames=evaluation.frames, epsilon=trainer.agent.train_epsilon(),
+                  lr=evaluation.lr, train_fps=evaluation.train_fps, eval_fps=evaluation.eval_fps)
+    return {key: values[key] for key in CSV_COLUMNS}
 
 
 class EvaluationLogs:

@@ -141,7 +141,10 @@ def test_pong_evaluation_logs(pong_run):
     cwd, _ = pong_run
     h = load_history(str(cwd / "out/pong.h5"))
     with open(cwd / "logs/pong.csv", newline="") as f:
-        (row,) = csv.DictReader(f)
+        header = f.readline()
+        (row,) = csv.DictReader(f, fieldnames=header.rstrip().split(","))
+    assert header == ("step,frames,reward_history,reward_counts,episode_counts,v_history,td_history,qmax_history,"
+                      "time_history,epsilon,lr,train_fps,eval_fps\r\n")  # the README's order
     row = {k: float(v) for k, v in row.items()}
     assert (row["step"], row["frames"]) == (1000, 4000)
     for key in HISTORY_DTYPES:
