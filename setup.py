@@ -22,8 +22,8 @@ setup(
         "pillow>=9.5",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-xdist>=3.2", "opencv-python-headless>=4.8", "torchfile>=0.1", "ray[client]>=2.9",
-                 "tensorboard>=2.12", "imageio>=2.28", "imageio-ffmpeg>=0.4"],
+        "test": ["pytest>=7", "pytest-xdist>=3.2", "opencv-python-headless>=4.8", "torchfile>=0.1",
+                 "ray[client]>=2.9", "tensorboard>=2.12", "imageio>=2.28", "imageio-ffmpeg>=0.4"],
         "legacy": ["torchfile>=0.1"],
         "ray": ["ray[client]>=2.9"],
         "tensorboard": ["tensorboard>=2.12"],
