@@ -95,6 +95,7 @@ class StopRequest:
 
     @property
     def name(self) -> str:
+        """The received signal's name, "SIGINT" or "SIGTERM" (only once one came)."""
         return signal.Signals(self.signum).name
 
     def handle(self, signum, frame):

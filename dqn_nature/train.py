@@ -25,7 +25,6 @@ from .history import HISTORY_FIELDS, save_history, save_network_params
 from .neural_q_learner import NeuralQLearner
 
 
-
 @dataclasses.dataclass
 class Evaluation:
     """One evaluation: rewards over ``eval_steps`` steps and validation statistics.
@@ -52,8 +51,9 @@ class Evaluation:
     eval_fps: float
 
     def summary(self) -> str:
-        """The evaluation lines printed by ``train_agent.lua``: Lua's ``print`` separates its
-        arguments by tabs and writes numbers as ``%.14g``; the summary starts with a newline."""
+        """The evaluation lines printed by ``train_agent.lua``: the V line (Lua's ``print``
+        separates its arguments by tabs and writes numbers as ``%.14g``), a blank line (the
+        Lua's ``Steps`` format string starts with a newline), then the ``Steps`` summary."""
         return (f"V\t{self.v_avg:.14g}\tTD error\t{self.tderr_avg:.14g}\tQmax\t{self.q_max:.14g}\n\n"
                 f"Steps: {self.step} (frames: {self.frames}), reward: {self.reward:.2f}, "
                 f"epsilon: {self.epsilon:.2f}, lr: {self.lr:G}, training time: {int(self.train_time)}s, "
