@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from click.testing import CliRunner
 
 import t7writer
+from clicheck import assert_bad_input
 from dqn_nature.config import resolve
 from dqn_nature.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
@@ -107,14 +108,6 @@ def run(main, *args):
     result = CliRunner().invoke(main, [str(a) for a in args])
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
     return result
-
-
-def assert_bad_input(result, *fragments):
-    assert result.exit_code == 2, result.output
-    line = result.stderr.strip()
-    assert "\n" not in line and "Traceback" not in line, line
-    for fragment in fragments:
-        assert fragment in line, line
 
 
 @pytest.mark.parametrize("layout", ["4d", "2d", "cuda"])

@@ -15,6 +15,7 @@ import torch
 from click.testing import CliRunner
 
 import t7writer
+from clicheck import assert_bad_input
 from dqn_nature.environment import GameEnvironment
 from dqn_nature.history import HISTORY_FIELDS, save_history
 from dqn_nature.network import convnet_atari3
@@ -135,14 +136,6 @@ def test_video(tmp_path, networks):
     result = dqn_test(*BASE[:2], "--max-steps", 30, "--network", networks[0], "--video", video)
     assert result.exit_code == 0, result.output
     assert iio.imread(video, index=None, plugin="FFMPEG").shape[0] == 120
-
-
-def assert_bad_input(result, *fragments):
-    assert result.exit_code == 2, result.output
-    line = result.stderr.strip()
-    assert "\n" not in line and "Traceback" not in line, line
-    for fragment in fragments:
-        assert fragment in line, line
 
 
 def test_sigint_keeps_what_was_played(tmp_path, networks):

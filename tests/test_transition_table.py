@@ -94,28 +94,25 @@ def test_sample_prefetches_and_refills_only_at_the_end():
     assert table.buf_ind == 5 and table.rng.bit_generator.state != state
 
 
-def test_sample_uses_the_buffer_to_its_last_slot():
-    table = make_table(40, buffer_size=16, seed=3)
-    table.sample(4)
-    state = table.rng.bit_generator.state
-    for _ in range(3):
-        table.sample(4)
-    assert table.buf_ind == 16 and table.rng.bit_generator.state == state
-    table.sample(4)
-    assert table.buf_ind == 4 and table.rng.bit_generator.state != state
-
-
-def test_default_prefetch_serves_16_minibatches_of_32():
+def default_sized_table():
     table = TransitionTable(3, 4, HIST, max_size=1000, rng=np.random.default_rng(0))
     for i in range(600):
         table.add(np.full(3, i % 250, np.uint8), 0, 0.0, i % 7 == 0)
-    table.sample(32)
+    return table
+
+
+@pytest.mark.parametrize("table, batch, per_refill", [(lambda: make_table(40, buffer_size=16, seed=3), 4, 4),
+                                                      (default_sized_table, 32, 16)],
+                         ids=["bufferSize 16", "bufferSize 512, the default"])
+def test_sample_uses_the_buffer_to_its_last_slot(table, batch, per_refill):
+    table = table()
+    table.sample(batch)
     state = table.rng.bit_generator.state
-    for _ in range(15):
-        table.sample(32)
-    assert table.buf_ind == 512 and table.rng.bit_generator.state == state
-    table.sample(32)
-    assert table.buf_ind == 32 and table.rng.bit_generator.state != state
+    for _ in range(per_refill - 1):
+        table.sample(batch)
+    assert table.buf_ind == batch * per_refill and table.rng.bit_generator.state == state
+    table.sample(batch)
+    assert table.buf_ind == batch and table.rng.bit_generator.state != state
 
 
 def test_sample_rejects_batches_as_large_as_the_buffer_and_small_tables():
