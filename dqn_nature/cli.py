@@ -252,18 +252,12 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
 
     with run_lock(config.name):
         gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
-        threads = training.set_threads(config.threads)
         if warning := training.precision_warning(config.precision, gpu):
             click.echo(warning, err=True)
         if overwrite and not continuing and (numbered := numbered_histories(config)):
             listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
             click.echo(f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the "
                        "same numbers: --overwrite replaces files as they are written", err=True)
-        if config.verbose >= 1:
-            click.echo("Arguments:")
-            for key, value in config.as_dict().items():
-                click.echo(f"  {key} = {value!r}")
-            click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {threads}")
         run_training(config, gpu, checkpoint if resume else None)
 
 
@@ -274,7 +268,12 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
     from .checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 
     try:
-        trainer = training.Trainer(config, gpu)
+        trainer = training.Trainer(config, gpu)  # first, so that a bad --network fails before the listing
+        if config.verbose >= 1:
+            click.echo("Arguments:")
+            for key, value in config.as_dict().items():
+                click.echo(f"  {key} = {value!r}")
+            click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {trainer.threads}")
         if checkpoint:
             replay = restore_checkpoint(checkpoint, trainer)
             click.echo(f"Resumed {checkpoint} at step {trainer.step}; replay memory "

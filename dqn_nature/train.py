@@ -73,7 +73,7 @@ class Event:
 class Trainer:
     """DQN 3.0's training run: environment, agent, histories and the loop. Like
     ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for the
-    whole process.
+    whole process; ``threads`` is the torch thread count it set.
 
     Args:
         config: resolved options.
@@ -87,7 +87,7 @@ class Trainer:
     def __init__(self, config: Config, device_gpu: int = -1):
         self.config = config
         torch.manual_seed(config.seed)
-        set_threads(config.threads)
+        self.threads = set_threads(config.threads)
         self.env = GameEnvironment(config.game, config.game_path, config.actrep, config.random_starts,
                                    config.pool_size, config.pool_type, seed=config.seed)
         self.actions = self.env.get_actions()

@@ -203,14 +203,18 @@ def test_dqn_train_starts_from_a_t7_network(snapshot_path, weights):
 def test_dqn_train_refuses_a_bad_t7(tmp_path, weights):
     from dqn_nature.cli import train
 
+    def refused(*args):
+        result = run(train, "--game", "pong", "--gpu", "-1", "--replay-memory", "2000", "--learn-start", "600", *args)
+        assert result.stdout == ""  # before the arguments' listing
+        return result
+
     t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(random_weights(n_actions=4))))
-    args = ["--game", "pong", "--gpu", "-1", "--replay-memory", "2000", "--learn-start", "600", "--verbose", "0"]
-    assert_bad_input(run(train, *args, "-network", tmp_path / "s.t7"), "its network has 4 actions but pong has 6")
+    assert_bad_input(refused("-network", tmp_path / "s.t7"), "its network has 4 actions but pong has 6")
     t7writer.save(tmp_path / "h.t7", snapshot(t7writer.dqn_network(random_weights())))
-    assert_bad_input(run(train, *args, "--hist-len", "2", "-network", tmp_path / "h.t7"),
+    assert_bad_input(refused("--hist-len", "2", "-network", tmp_path / "h.t7"),
                      "its network takes 4 frames per state but hist_len x ncols is 2")
     (tmp_path / "junk.t7").write_bytes(b"\x07\x00\x00\x00")
-    assert_bad_input(run(train, *args, "--network", tmp_path / "junk.t7"), "not a readable Torch7 file")
+    assert_bad_input(refused("--network", tmp_path / "junk.t7"), "not a readable Torch7 file")
 
 
 def test_not_a_snapshot(tmp_path):
