@@ -263,7 +263,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
 
 def run_training(config, gpu: int, checkpoint: str | None) -> None:
     """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving
-    the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops early."""
+    the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops early.
+    The resolved arguments are listed (verbose >= 1) once the ``Trainer``, and with it a
+    ``--network``, has loaded. The loop of ``train_agent.lua``."""
     from . import train as training
     from .checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 

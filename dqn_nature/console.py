@@ -31,7 +31,7 @@ def os_reason(e: OSError) -> str:
 def creation_problem(folder: str) -> str | None:
     """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
     real attempt, with a temporary file that is removed at once: ``os.access`` says yes to
-    root even on /proc or /sys."""
+    root even on /proc or /sys. No Lua counterpart."""
     try:
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
@@ -81,7 +81,8 @@ class LuaCommand(click.Command):
 
 class StopRequest:
     """SIGINT/SIGTERM handler: the first signal sets ``signum``, for the loop to stop at its
-    next check; a second one exits at once (files already written stay intact).
+    next check; a second one exits at once (files already written stay intact). No Lua
+    counterpart: a signal killed DQN 3.0, losing the steps since its last save.
 
     Args:
         delay: called on the first signal; returns why the stop may take long (printed
