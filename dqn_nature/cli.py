@@ -264,20 +264,21 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
 def run_training(config, gpu: int, checkpoint: str | None) -> None:
     """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving
     the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops early.
-    The resolved arguments are listed (verbose >= 1) once the ``Trainer``, and with it a
-    ``--network``, has loaded. The loop of ``train_agent.lua``."""
+    The resolved arguments are listed (verbose >= 1) once the ``Trainer``, with its
+    ``--network``, is built and the checkpoint restored. The loop of ``train_agent.lua``."""
     from . import train as training
     from .checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 
     try:
-        trainer = training.Trainer(config, gpu)  # first, so that a bad --network fails before the listing
+        # Built and restored first, so that a bad --network or checkpoint fails before the listing.
+        trainer = training.Trainer(config, gpu)
+        replay = checkpoint and restore_checkpoint(checkpoint, trainer)
         if config.verbose >= 1:
             click.echo("Arguments:")
             for key, value in config.as_dict().items():
                 click.echo(f"  {key} = {value!r}")
             click.echo(f"Device: {'cuda:%d' % gpu if gpu >= 0 else 'cpu'}, torch threads: {trainer.threads}")
         if checkpoint:
-            replay = restore_checkpoint(checkpoint, trainer)
             click.echo(f"Resumed {checkpoint} at step {trainer.step}; replay memory "
                        + ("restored" if replay else f"empty: learning resumes after {config.learn_start} steps"))
     except (GameError, HistoryError, CheckpointError) as e:

@@ -298,13 +298,18 @@ def test_damaged_and_foreign_checkpoints(runs, tmp_path):
     with h5py.File(tmp_path / "foreign.ckpt", "w") as f:
         f["x"] = np.arange(3)
     shutil.copy(runs[0]["straight"] / "run.h5", tmp_path / "history.ckpt")
-    names = ("truncated.ckpt", "flipped.ckpt", "foreign.ckpt", "history.ckpt", "missing.ckpt")
-    procs = {name: start(tmp_path, "--resume", name) for name in names}
+    shutil.copy(runs[0]["straight"] / "run.ckpt", tmp_path / "incomplete.ckpt")
+    with h5py.File(tmp_path / "incomplete.ckpt", "a") as f:  # a sound header: refused by the restore
+        del f["state/agent"]
+    names = ("truncated.ckpt", "flipped.ckpt", "foreign.ckpt", "history.ckpt", "incomplete.ckpt", "missing.ckpt")
+    # Each under its own --name, whose lock it takes once the checkpoint's header is read.
+    procs = {name: start(tmp_path, "--resume", name, "--name", Path(name).stem, "--steps", 400, "--verbose", 2)
+             for name in names}
     for name, proc in procs.items():
         result = finish(proc)
         assert result.returncode == 2, (name, result.stderr)
         assert name in one_line(result.stderr)
-        assert "Resumed" not in result.stdout
+        assert result.stdout == ""  # refused before the arguments are listed
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[:-1])  # nothing written
 
 
@@ -321,7 +326,6 @@ def test_resume_of_a_finished_run_asks_for_more_steps(runs):
     assert result.returncode == 2
     assert one_line(result.stderr) == ("dqn-train: error: run.ckpt is at step 300 and --steps is 300: nothing to "
                                        "train; give a larger --steps to continue")
-
 
 
 def test_resume_keeps_another_runs_files(runs, tmp_path):
