@@ -152,7 +152,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_score, ax_value) = plt.subplots(1, 2, figsize=FIGSIZE, dpi=dpi, layout="constrained")
+    # One x range: a score panel with no score (no evaluation finished an episode) takes the runs' range.
+    fig, (ax_score, ax_value) = plt.subplots(1, 2, sharex=True, figsize=FIGSIZE, dpi=dpi, layout="constrained")
     x_max = -np.inf
     for i, s in enumerate(run_sets):
         if not any(len(run.step_history) for run in s.runs):

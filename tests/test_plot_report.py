@@ -1,6 +1,7 @@
 """Loading runs, dqn-plot and dqn-report (issue 7)."""
 import csv
 import json
+import re
 import subprocess
 import warnings
 from pathlib import Path
@@ -320,7 +321,11 @@ def test_evaluations_that_finished_no_episode_are_not_scores(tmp_path, capsys):
     code, out, _ = run_cli(report_main, [unscored, "--format", "csv"], capsys)
     row = list(csv.DictReader(out.splitlines()))[0]
     assert code == 0 and row["evaluations"] == "2" and row["best"] == row["last"] == row["human_normalised"] == ""
-    assert run_cli(plot_main, [unscored, "-o", tmp_path / "g.png"], capsys)[0] == 0
+    assert run_cli(plot_main, [unscored, "-o", tmp_path / "g.svg"], capsys)[0] == 0
+    texts = re.findall(r"<!-- (.*?) -->", (tmp_path / "g.svg").read_text())  # matplotlib's SVG names each text
+    x_ticks = [t for t in texts if re.fullmatch(r"\d+k", t)]  # the evaluations at 200k and 400k frames
+    assert x_ticks[0] == "200k" and x_ticks[-1] == "400k"
+    assert x_ticks == 2 * x_ticks[:len(x_ticks) // 2]  # the empty score panel takes the value panel's x range
 
 
 def test_report_of_a_run_without_evaluation_has_blanks(tmp_path, capsys):
