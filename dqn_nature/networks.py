@@ -6,16 +6,19 @@ import os
 from .history import HistoryError, load_history
 
 
-def load_network_state(path: str, best: bool = False) -> dict:
-    """The ``convnet_atari3`` ``state_dict`` stored in ``path`` (the Lua ``-network`` flag).
+def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
+    """The ``convnet_atari3`` ``state_dict`` stored in ``path`` (the Lua ``-network`` flag)
+    and the options of the run that trained it.
 
     Args:
         path: a ``.h5`` history, a DQN 3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
         best: take the best evaluated network (``best_model``) instead of the last one.
 
     Returns:
-        float32 tensors under ``ConvNetAtari3``'s parameter names; the action count is
-        ``state["fc2.weight"].shape[0]``, the history length ``state["conv1.weight"].shape[1]``.
+        ``(state, arguments)``: float32 tensors under ``ConvNetAtari3``'s parameter names (the
+        action count is ``state["fc2.weight"].shape[0]``, the history length
+        ``state["conv1.weight"].shape[1]``), and the run's options under ``config`` names as
+        the file stores them (a history's or snapshot's ``arguments``; {} for a vector).
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): another suffix, a missing
@@ -28,12 +31,13 @@ def load_network_state(path: str, best: bool = False) -> dict:
 
         return load_t7_network(path, best)
     if suffix == ".h5":
-        return load_history(path).load_network("best_model" if best else "model").state_dict()
+        history = load_history(path)
+        return history.load_network("best_model" if best else "model").state_dict(), history.arguments
     raise HistoryError(f"{path}: not a network file (expected a .h5 history or a DQN 3.0 .t7 file)")
 
 
 def network_misfit(state: dict, game: str, n_actions: int, in_channels: int | None = None) -> str | None:
-    """Why the ``convnet_atari3`` ``state`` (as ``load_network_state`` returns it) cannot play
+    """Why the ``convnet_atari3`` ``state`` (as ``load_network`` returns it) cannot play
     ``game``, with ``n_actions`` actions and, when given, ``in_channels`` input channels
     (hist_len x ncols), the only shapes in which such networks differ; None when it fits. No
     Lua counterpart: DQN 3.0 failed in the first forward pass instead."""

@@ -19,7 +19,7 @@ import click
 import numpy as np
 
 from .console import LuaCommand, StopRequest, creation_problem, fail, os_reason, run_command
-from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, resolve
+from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
 from .environment import GameEnvironment, GameError
 from .files import atomic_path
 from .history import HistoryError
@@ -209,21 +209,26 @@ def _option(name: str, *aliases: str, **kwargs):
 
 
 _DEFAULTS = Config()
+# Options the network's run stored (its history's or snapshot's arguments) that dqn-test plays
+# with unless given: the network was trained to act on these.
+RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 
 
 @click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
                                                   max_content_width=110))
-@_option("game", "--env", "-env", required=True, help="ale-py ROM id of the game (pong, breakout, ...)")
+@_option("game", "--env", "-env",
+         help="ale-py ROM id of the game (pong, breakout, ...)  [default: the network's run's]")
 @_option("game-path", help="folder of <game>.bin ROMs that takes precedence over ale-py's")
 @_option("network", required=True, help="trained network: a .h5 history, a DQN 3.0 .t7 snapshot or .params.t7")
 @_option("best", is_flag=True, help="play the best evaluated network (best_model)")
 @_option("episodes", type=click.IntRange(1), default=1, show_default=True, help="games to play")
 @_option("testing-ep", type=click.FloatRange(0, 1), default=TESTING_EP, show_default=True, help="exploration rate")
 @_option("max-steps", type=click.IntRange(1), help="stop an episode after this many agent steps")
-@_option("actrep", type=click.IntRange(1), default=_DEFAULTS.actrep, show_default=True, help="frames per agent step")
-@_option("random-starts", type=click.IntRange(0), default=_DEFAULTS.random_starts, show_default=True,
-         help="episodes after the first start after 1..random_starts no-op frames")
-@_option("pool-frms", help='frame pooling as a Lua table body, as dqn-train\'s (default type="max",size=2)')
+@_option("actrep", type=click.IntRange(1), help=f"frames per agent step  [default: the run's, else {_DEFAULTS.actrep}]")
+@_option("random-starts", type=click.IntRange(0), help="episodes after the first start after 1..random_starts "
+         f"no-op frames  [default: the run's, else {_DEFAULTS.random_starts}]")
+@_option("pool-frms", help="frame pooling as a Lua table body, as dqn-train's  [default: the run's, else "
+         f'type="{_DEFAULTS.pool_type}",size={_DEFAULTS.pool_size}]')
 @_option("gif-file", help="write the screens as an animated GIF")
 @_option("video", help="write the screens as a video (.mp4, .mkv or .mov; needs imageio-ffmpeg)")
 @_option("frame-skip", is_flag=True, help="GIF/video: one frame per agent step instead of every emulator frame")
@@ -238,29 +243,39 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     write a GIF, a video and a CSV of the steps.
 
     Episodes are played as train_agent.lua's evaluations play them (full games, epsilon
-    0.05). GIF frame delays are whole centiseconds, so a GIF of every frame plays at
-    50 fps (5/6 of the game's 60); a video plays at exactly 60 fps (60/actrep with --frame-skip).
-    Ctrl-C stops after the current step and still writes the files (exit status 130).
+    0.05), with the game, actrep, random_starts and frame pooling of the run that trained the
+    network where its file stores them and no option is given. GIF frame delays are whole
+    centiseconds, so a GIF of every frame plays at 50 fps (5/6 of the game's 60); a video
+    plays at exactly 60 fps (60/actrep with --frame-skip). Ctrl-C stops after the current
+    step and still writes the files (exit status 130).
     """
     import torch
 
     from . import train as training
-    from .networks import load_network_state, network_misfit
+    from .networks import load_network, network_misfit
     from .neural_q_learner import NeuralQLearner
 
-    pool = _DEFAULTS
-    if pool_frms:
-        try:
-            pool = resolve(dict(game=game), pool_frms=pool_frms)
-        except ConfigError as e:
-            fail(f"--pool-frms {pool_frms!r}: {e}")
     try:
-        state = load_network_state(network, best)
-        env = GameEnvironment(game, game_path, actrep, random_starts, pool.pool_size, pool.pool_type, seed=seed)
-    except (HistoryError, GameError) as e:
+        state, stored = load_network(network, best)
+    except HistoryError as e:
+        fail(str(e))
+    given = {k: v for k, v in dict(game=game, actrep=actrep, random_starts=random_starts).items() if v is not None}
+    try:
+        given = layered(given, pool_frms=pool_frms)
+    except ConfigError as e:
+        fail(f"--pool-frms {pool_frms!r}: {e}")
+    run = {k: stored[k] for k in RUN_OPTIONS if stored.get(k) is not None and k not in given}
+    try:
+        options = build({**run, **given})
+    except ConfigError as e:
+        fail(str(e))
+    try:
+        env = GameEnvironment(options.game, game_path, options.actrep, options.random_starts, options.pool_size,
+                              options.pool_type, seed=seed)
+    except GameError as e:
         fail(str(e))
     actions = env.get_actions()
-    misfit = network_misfit(state, game, len(actions))  # its hist_len is the network's
+    misfit = network_misfit(state, options.game, len(actions))  # its hist_len is the network's
     if misfit:
         fail(f"{network}: {misfit}")
     if gif_file and os.path.splitext(gif_file)[1].lower() != ".gif":
@@ -276,6 +291,11 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
         problem = path and _unwritable(path)
         if problem:
             fail(f"cannot write {option} {path}: {problem}")
+    taken = [f"{k} {getattr(options, k)}" for k in run if k != "game" and getattr(options, k) != getattr(_DEFAULTS, k)]
+    if taken:
+        click.echo(f"dqn-test: note: {', '.join(taken)} from the network's run", err=True)
+    if stored.get("game") not in (None, options.game):
+        click.echo(f"dqn-test: note: the network was trained on {stored['game']}", err=True)
     device = training.resolve_device(gpu, lambda m: click.echo(m, err=True))
     training.set_threads(threads)
     torch.manual_seed(seed)
@@ -284,7 +304,7 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
                            bufferSize=32)
     agent.network.load_state_dict(state)
     names = [_action_name(a) for a in actions]
-    per_image = actrep if frame_skip else 1  # emulator frames shown by one image
+    per_image = options.actrep if frame_skip else 1  # emulator frames shown by one image
     results, stop = [], StopRequest()
     try:  # a full disk fails both a write and the closing of the files: report it once
         with contextlib.ExitStack() as stack:

@@ -346,7 +346,7 @@ def load_snapshot(path: str, data=None) -> Snapshot:
     if not isinstance(data, dict) or not isinstance(data.get("model"), TorchObject):
         raise LegacyError(f"{path}: not a DQN 3.0 snapshot (a table with model, best_model, "
                           f"reward_history, arguments...); found {describe(data)}")
-    lua_args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    lua_args = _lua_arguments(data)
     arguments = convert_arguments(lua_args)
     history = {key: _series(data.get(key), path, key) for key in LUA_HISTORIES}
     agent_params = lua_args.get("agent_params") if isinstance(lua_args.get("agent_params"), dict) else {}
@@ -446,15 +446,21 @@ def _lua_table(value) -> str:
     return ",".join(f"{k}={lua(v)}" for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
 
 
+def _lua_arguments(snapshot: dict) -> dict:
+    """A snapshot's ``arguments`` table (the Lua options), or {} where it has none."""
+    return snapshot.get("arguments") if isinstance(snapshot.get("arguments"), dict) else {}
+
+
 def param_vector(data) -> np.ndarray | None:
     """The flat vector of a ``.params.t7`` (``{network = w}``, or the bare 1-D tensor), else None."""
     vector = data.get("network") if isinstance(data, dict) else data
     return vector if isinstance(vector, np.ndarray) and vector.ndim == 1 else None
 
 
-def load_t7_network(path: str, best: bool = False) -> dict:
+def load_t7_network(path: str, best: bool = False) -> tuple[dict, dict]:
     """The network of a ``.t7`` snapshot (``best_model`` with ``best``), or of a
-    ``.params.t7`` vector (action count inferred from its length), as a ``state_dict``.
+    ``.params.t7`` vector (action count inferred from its length), as a ``state_dict``, and
+    the snapshot's options under ``config`` names (``convert_arguments``; {} for a vector).
 
     Raises:
         LegacyError: unreadable file, neither kind, no best_model, or not convnet_atari3.
@@ -464,10 +470,10 @@ def load_t7_network(path: str, best: bool = False) -> dict:
     if vector is not None:
         if best:
             raise LegacyError(f"{path}: a parameter vector holds one network, not a best one")
-        return params_state(vector, path)
+        return params_state(vector, path), {}
     if not isinstance(data, dict) or "model" not in data:
         raise LegacyError(f"{path}: not a DQN 3.0 snapshot or parameter vector; found {describe(data)}")
     which = "best_model" if best else "model"
     if data.get(which) is None:
         raise LegacyError(f"{path}: no {which} stored (best_model exists after an evaluation)")
-    return network_state(data[which], f"{path}: {which}")
+    return network_state(data[which], f"{path}: {which}"), convert_arguments(_lua_arguments(data))

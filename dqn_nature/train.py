@@ -126,9 +126,9 @@ class Trainer:
             history.HistoryError: unreadable file or a network that does not fit the game.
         """
         from .history import HistoryError
-        from .networks import load_network_state, network_misfit
+        from .networks import load_network, network_misfit
 
-        state = load_network_state(path, best)
+        state, _ = load_network(path, best)
         misfit = network_misfit(state, self.config.game, len(self.actions), self.agent.network.in_channels)
         if misfit:
             raise HistoryError(f"{path}: {misfit}")

@@ -174,14 +174,14 @@ def test_truncated_file(tmp_path):
 
 
 def test_foreign_contents_are_one_clear_error(tmp_path):
-    from dqn_nature.networks import load_network_state
+    from dqn_nature.networks import load_network
 
     path = tmp_path / "run.h5"
     write(path)
     with h5py.File(path, "a") as f:
         del f["model/fc2.weight"]
     with pytest.raises(HistoryError, match=r"run.h5: model is not a convnet_atari3 network \('fc2.weight'\)"):
-        load_network_state(str(path))
+        load_network(str(path))
     with h5py.File(path, "a") as f:
         del f["history/reward_history"]
         f["history/reward_history"] = np.array([b"x", b"y"])

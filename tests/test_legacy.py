@@ -14,7 +14,7 @@ from dqn_nature.config import resolve
 from dqn_nature.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
 from dqn_nature.network import convnet_atari3
-from dqn_nature.networks import load_network_state
+from dqn_nature.networks import load_network
 from dqn_nature.torch7 import LegacyError, load_snapshot, load_t7_network, params_state, read_t7
 
 pytest.importorskip("torchfile")
@@ -118,13 +118,14 @@ def test_network_gives_the_stored_weights_q_values(tmp_path, weights, inputs, la
     network = t7writer.dqn_network(weights, conv=conv, weight_2d=layout == "2d", cuda=layout == "cuda")
     t7writer.save(path, snapshot(network))
     expected = direct_q(raw, inputs, layout)
-    assert torch.allclose(q_of(load_t7_network(str(path)), inputs), expected, atol=1e-5)
-    assert torch.allclose(q_of(load_network_state(str(path)), inputs), expected, atol=1e-5)
+    assert torch.allclose(q_of(load_t7_network(str(path))[0], inputs), expected, atol=1e-5)
+    assert torch.allclose(q_of(load_network(str(path))[0], inputs), expected, atol=1e-5)
 
 
 def test_snapshot_histories_and_arguments_arrive(tmp_path, snapshot_path, weights, inputs):
     snap = load_snapshot(snapshot_path)
     assert snap.game == "pong" and snap.steps == 100000
+    assert load_network(snapshot_path)[1] == snap.arguments  # what dqn-test takes its defaults from
     for key, values in HISTORIES.items():
         assert snap.history[key] == values
     # evaluations at the steps s with s % eval_freq == 0 and s > learn_start
@@ -149,8 +150,8 @@ def test_snapshot_histories_and_arguments_arrive(tmp_path, snapshot_path, weight
     assert a["tensorType"] == "torch.FloatTensor"  # no counterpart: kept under its Lua name
     assert torch.allclose(h.load_network()(inputs), direct_q(weights, inputs), atol=1e-5)
     best = random_weights(seed=1)
-    assert torch.allclose(q_of(load_network_state(str(out), best=True), inputs), direct_q(best, inputs), atol=1e-5)
-    assert torch.allclose(q_of(load_network_state(snapshot_path, best=True), inputs), direct_q(best, inputs), atol=1e-5)
+    assert torch.allclose(q_of(load_network(str(out), best=True)[0], inputs), direct_q(best, inputs), atol=1e-5)
+    assert torch.allclose(q_of(load_network(snapshot_path, best=True)[0], inputs), direct_q(best, inputs), atol=1e-5)
 
 
 def flat_vector(w, cuda=False):
@@ -171,7 +172,8 @@ def params_path(tmp_path_factory, weights):
 
 def test_params_vector_maps_onto_the_layers(tmp_path, params_path, weights, inputs):
     assert open(params_path, "rb").read(2) == b"3\n"  # ascii, as train_agent.lua writes it
-    state = load_t7_network(params_path)
+    state, arguments = load_t7_network(params_path)
+    assert arguments == {}
     for key, value in weights.items():
         np.testing.assert_array_equal(state[key].numpy(), value, err_msg=key)
     cuda = params_state(flat_vector(weights, cuda=True), "v", 6, cuda_conv=True)
@@ -256,7 +258,7 @@ def test_arguments_of_the_wrong_type(tmp_path, weights, key, value):
 def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
     (tmp_path / "net.txt").write_text("x")
     with pytest.raises(HistoryError, match="expected a .h5 history or a DQN 3.0 .t7"):
-        load_network_state(str(tmp_path / "net.txt"))
+        load_network(str(tmp_path / "net.txt"))
     assert_bad_input(run(convert_main, tmp_path / "net.txt", tmp_path / "x.h5"), "not a .t7 file")
     assert_bad_input(run(convert_main, tmp_path / "none.t7", tmp_path / "x.h5"), "none.t7", "cannot read")
     assert_bad_input(run(convert_main, snapshot_path, tmp_path / "no" / "x.h5"), "cannot write")
@@ -268,7 +270,7 @@ def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
     assert load_history(str(tmp_path / "mine.h5")).game == "pong"
     t7writer.save(tmp_path / "nobest.t7", snapshot(t7writer.dqn_network(random_weights())))
     with pytest.raises(LegacyError, match="no best_model"):
-        load_network_state(str(tmp_path / "nobest.t7"), best=True)
+        load_network(str(tmp_path / "nobest.t7"), best=True)
 
 
 def test_torchfile_missing(tmp_path, snapshot_path, monkeypatch):

@@ -130,6 +130,33 @@ def test_pool_frms(tmp_path, networks, weights, single_threaded):
         assert not np.allclose(q, [[float(x) for x in r[4:]] for r in list(csv.reader(fh))[1:]])
 
 
+def test_the_network_s_run_gives_the_defaults(tmp_path, networks, weights, single_threaded):
+    """Without --game, --actrep, --random-starts and --pool-frms, dqn-test plays with the values
+    that the network's run stored; a given option wins."""
+    stored = tmp_path / "stored.h5"
+    history = {k: [] for k in HISTORY_FIELDS}
+    history["time_history"] = [0.0]
+    save_history(str(stored), game="pong", steps=0, frames=0, history=history, model=weights, best_model=None,
+                 arguments=dict(game="pong", actrep=2, random_starts=5, pool_type="mean", pool_size=3, hist_len=4),
+                 package_version="test")
+    note = "dqn-test: note: actrep 2, random_starts 5, pool_type mean, pool_size 3 from the network's run\n"
+    tables = {}
+    for name, args, stderr in (("stored", ["--network", stored], note),
+                               ("given", ["--network", networks[0], "--game", "pong", "--actrep", 2,  # stores none
+                                          "--random-starts", 5, "--pool-frms", 'type="mean",size=3'], "")):
+        tables[name] = tmp_path / f"{name}.csv"
+        result = dqn_test(*args, "--max-steps", 60, "--episodes", 2, "--seed", 3, "--csv-file", tables[name])
+        assert result.exit_code == 0 and result.stderr == stderr, result.output
+        assert [int(m[3]) for m in EPISODE_LINE.findall(result.output)] == [120, 120]  # 60 steps of 2 frames
+    assert tables["stored"].read_text() == tables["given"].read_text()
+
+    result = dqn_test("--network", stored, "--actrep", 4, "--max-steps", 60, "--seed", 3)
+    assert [int(m[3]) for m in EPISODE_LINE.findall(result.output)] == [240]
+    assert result.stderr == "dqn-test: note: random_starts 5, pool_type mean, pool_size 3 from the network's run\n"
+    result = dqn_test("-env", "space_invaders", "-network", networks[1], "--max-steps", 10)  # its 6 actions fit
+    assert result.exit_code == 0 and result.stderr == "dqn-test: note: the network was trained on pong\n"
+
+
 def test_video(tmp_path, networks):
     pytest.importorskip("imageio_ffmpeg")
     video = tmp_path / "play.mp4"
@@ -176,6 +203,7 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.avi"), ".mp4")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "x.png"), "use a .gif file")
     assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
+    assert_bad_input(dqn_test("--network", h5), "no game given: use --game")  # its history stores none
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
