@@ -33,14 +33,19 @@ def weights():
     return convnet_atari3(6).state_dict()
 
 
+def write_history(path, model, arguments):
+    """A Pong history, before any evaluation, of the network ``model`` and the run options ``arguments``."""
+    history = {k: [] for k in HISTORY_FIELDS}
+    history["time_history"] = [0.0]
+    save_history(str(path), game="pong", steps=0, frames=0, history=history, model=model, best_model=None,
+                 arguments=arguments, package_version="test")
+
+
 @pytest.fixture(scope="module")
 def networks(tmp_path_factory, weights):
     """The same network as an .h5 history and as a DQN 3.0 .t7 snapshot."""
     folder = tmp_path_factory.mktemp("nets")
-    history = {k: [] for k in HISTORY_FIELDS}
-    history["time_history"] = [0.0]
-    save_history(str(folder / "run.h5"), game="pong", steps=0, frames=0, history=history, model=weights,
-                 best_model=None, arguments={"hist_len": 4}, package_version="test")
+    write_history(folder / "run.h5", weights, {"hist_len": 4})
     net = t7writer.dqn_network({k: v.numpy() for k, v in weights.items()})
     t7writer.save(folder / "run.t7", {"model": net, "reward_history": [], "time_history": [0],
                                       "arguments": {"env": "pong", "agent_params": {"learn_start": 50000}}})
@@ -134,11 +139,8 @@ def test_the_network_s_run_gives_the_defaults(tmp_path, networks, weights, singl
     """Without --game, --actrep, --random-starts and --pool-frms, dqn-test plays with the values
     that the network's run stored; a given option wins."""
     stored = tmp_path / "stored.h5"
-    history = {k: [] for k in HISTORY_FIELDS}
-    history["time_history"] = [0.0]
-    save_history(str(stored), game="pong", steps=0, frames=0, history=history, model=weights, best_model=None,
-                 arguments=dict(game="pong", actrep=2, random_starts=5, pool_type="mean", pool_size=3, hist_len=4),
-                 package_version="test")
+    write_history(stored, weights, dict(game="pong", actrep=2, random_starts=5, pool_type="mean", pool_size=3,
+                                        hist_len=4))
     note = "dqn-test: note: actrep 2, random_starts 5, pool_type mean, pool_size 3 from the network's run\n"
     tables = {}
     for name, args, stderr in (("stored", ["--network", stored], note),
