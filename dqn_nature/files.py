@@ -16,6 +16,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def written_in_place(path: str) -> bool:
+    """Whether ``atomic_path`` writes ``path`` directly: an existing device, pipe or other
+    non-regular file, or any path under /dev or /proc. ``/dev/stdout`` redirected to a file
+    is such a path: replacing that file would drop what the shell writes to it besides."""
+    return os.path.abspath(path).startswith(("/dev/", "/proc/")) or (
+        os.path.exists(path) and not os.path.isfile(path))
+
+
 @contextlib.contextmanager
 def atomic_path(path: str):
     """Yield a temporary path ``.<name>.tmp<pid>`` beside ``path``; on success it is fsynced
@@ -23,14 +31,14 @@ def atomic_path(path: str):
 
     A failure leaves any previous ``path`` untouched and removes the temporary. A kill leaves
     the temporary behind; the next write of ``path`` removes those of processes that no
-    longer exist. A symbolic link is followed (the file it names is replaced); a device or
-    pipe (``/dev/stdout``) is written directly. Raises what writing raised (``OSError`` on a
-    full disk).
+    longer exist. A symbolic link is followed (the file it names is replaced); a path that is
+    ``written_in_place`` (``/dev/stdout``) is yielded as it is. Raises what writing raised
+    (``OSError`` on a full disk).
     """
-    path = os.path.realpath(path)
-    if os.path.exists(path) and not os.path.isfile(path):
+    if written_in_place(path):
         yield path
         return
+    path = os.path.realpath(path)
     folder = os.path.dirname(path)
     prefix = f".{os.path.basename(path)}.tmp"
     for name in os.listdir(folder):

@@ -21,7 +21,7 @@ import numpy as np
 from .console import LuaCommand, StopRequest, creation_problem, fail, os_reason, run_command
 from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
 from .environment import GameEnvironment, GameError
-from .files import atomic_path
+from .files import atomic_path, written_in_place
 from .history import HistoryError
 
 FPS = 60  # emulator frames per second of an NTSC Atari
@@ -163,9 +163,19 @@ def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_im
     """Open the GIF, video and CSV outputs (each written under a temporary name, renamed when
     ``stack`` closes without error). Returns (functions taking a uint8 (H, W, 3) frame, csv
     writer or None). Raises OSError."""
+    def open_output(path, mode, **kwargs):
+        # /dev/stdout (a pipe, or redirected to a file) is written through the stream's own file
+        # offset: a file opened anew would write from 0 over the lines printed.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # ValueError: no file descriptor (io's)
+                if os.path.samestat(os.stat(path), os.fstat(stream.fileno())):
+                    stream.flush()
+                    return stack.enter_context(open(os.dup(stream.fileno()), mode, **kwargs))
+        return stack.enter_context(open(stack.enter_context(atomic_path(path)), mode, **kwargs))
+
     sinks, rows = [], None
     if gif_file:
-        fh = stack.enter_context(open(stack.enter_context(atomic_path(gif_file)), "wb"))
+        fh = open_output(gif_file, "wb")
         gif = GifWriter(fh, max(2, round(100 * per_image / FPS)))
         stack.callback(gif.close)
         sinks.append(gif.append)
@@ -180,7 +190,7 @@ def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_im
         stack.callback(writer.close)
         sinks.append(writer.send)
     if csv_file:
-        fh = stack.enter_context(open(stack.enter_context(atomic_path(csv_file)), "w", newline=""))
+        fh = open_output(csv_file, "w", newline="")
         rows = csv.writer(fh)
         rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
     return sinks, rows
@@ -197,6 +207,8 @@ def _unwritable(path: str) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         return "it is a folder"
+    if os.path.exists(path) and written_in_place(path):
+        return None if os.access(path, os.W_OK) else "not writable"
     if not os.path.isdir(folder):
         return f"no folder {folder}"
     problem = creation_problem(folder)
@@ -233,7 +245,8 @@ RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 @_option("video", help="write the screens as a video (.mp4, .mkv or .mov; needs imageio-ffmpeg)")
 @_option("frame-skip", is_flag=True, help="GIF/video: one frame per agent step instead of every emulator frame")
 @_option("overlay", is_flag=True, help="GIF/video: draw the score and the chosen action in a corner")
-@_option("csv-file", help="write one row per agent step: episode, step, action, reward, Q-values")
+@_option("csv-file", help="write one row per agent step: episode, step, action, reward, Q-values (an existing "
+         "file is replaced only if it is a .csv)")
 @_option("seed", type=click.IntRange(0, SEED_LIMIT - 1), default=_DEFAULTS.seed, show_default=True, help="random seed")
 @_option("gpu", type=click.IntRange(-1), default=-1, show_default=True, help="CUDA device; -1: the CPU")
 @_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
@@ -287,10 +300,19 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
             import imageio_ffmpeg  # noqa: F401
         except ImportError:
             fail("--video needs imageio-ffmpeg: pip install imageio-ffmpeg")
+    outputs = {}  # real path -> option
     for option, path in (("--gif-file", gif_file), ("--video", video), ("--csv-file", csv_file)):
-        problem = path and _unwritable(path)
+        if path is None:
+            continue
+        problem = _unwritable(path) if path else "give a file name"
         if problem:
             fail(f"cannot write {option} {path}: {problem}")
+        if os.path.realpath(path) in outputs:
+            fail(f"{option} {path} is also the {outputs[os.path.realpath(path)]}; give each output its own file")
+        outputs[os.path.realpath(path)] = option
+    if csv_file and os.path.isfile(csv_file) and not written_in_place(csv_file) and (
+            os.path.splitext(csv_file)[1].lower() != ".csv"):
+        fail(f"--csv-file {csv_file} exists and is not a .csv file; give another name")
     taken = [f"{k} {getattr(options, k)}" for k in run if k != "game" and getattr(options, k) != getattr(_DEFAULTS, k)]
     if taken:
         click.echo(f"dqn-test: note: {', '.join(taken)} from the network's run", err=True)

@@ -29,3 +29,5 @@ def test_a_link_is_followed_and_a_device_written_directly(tmp_path):
         with open(tmp, "w") as fh:
             fh.write("nothing")
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    with atomic_path("/dev/stdout") as tmp:  # pytest's capture makes it a link to a regular file
+        assert tmp == "/dev/stdout"

@@ -214,6 +214,31 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert not list(tmp_path.glob(".*tmp*"))
 
 
+def test_outputs_replace_no_other_file(tmp_path, networks):
+    run = tmp_path / "run.h5"
+    shutil.copy(networks[0], run)
+    before = run.read_bytes()
+    assert_bad_input(dqn_test(*BASE, "--network", run, "--csv-file", run),
+                     f"--csv-file {run} exists and is not a .csv file")
+    assert run.read_bytes() == before
+    assert_bad_input(dqn_test(*BASE, "--network", run, "--csv-file", tmp_path / "x.gif", "--gif-file",
+                              tmp_path / "x.gif"), "--csv-file", "is also the --gif-file")
+    assert_bad_input(dqn_test(*BASE, "--network", run, "--gif-file", ""), "cannot write --gif-file : give a file name")
+    assert sorted(os.listdir(tmp_path)) == ["run.h5"]
+
+
+def test_csv_to_stdout_keeps_the_rest_of_stdout(tmp_path, networks):
+    command = [shutil.which("dqn-test"), "--network", str(networks[0]), *map(str, BASE), "--max-steps", "2",
+               "--csv-file", "/dev/stdout"]
+    piped = subprocess.run(command, capture_output=True, text=True)
+    with open(tmp_path / "out.txt", "w") as fh:  # /dev/stdout is then a link to out.txt
+        subprocess.run(command, stdout=fh, stderr=subprocess.PIPE)
+    for out in (piped.stdout, (tmp_path / "out.txt").read_text()):
+        assert "episode,step,action,reward,q_NOOP," in out and len(re.findall(r"^0,\d,", out, re.M)) == 2
+        assert "Episode 0: score 0, 2 steps, 8 frames" in out and out.endswith("Wrote /dev/stdout\n")
+    assert os.listdir(tmp_path) == ["out.txt"]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_full_disk_is_one_line(networks):
     result = dqn_test(*BASE, "--network", networks[0], "--csv-file", "/dev/full")
