@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 
@@ -66,6 +67,7 @@ class GameScreen:
 
     Raises:
         ValueError: ``pool_type`` other than "max" or "mean", or ``size`` below 1.
+        GameError: ``size`` screens that cannot be allocated.
     """
 
     def __init__(self, size: int = 2, pool_type: str = "max"):
@@ -74,7 +76,12 @@ class GameScreen:
         if size < 1:
             raise ValueError(f"pool size must be at least 1, not {size}")
         self.size, self.pool_type = size, pool_type
-        self.frames = np.zeros((size, 210, 160, 3), np.uint8)  # every Atari 2600 screen
+        shape = (size, 210, 160, 3)  # every Atari 2600 screen
+        try:
+            self.frames = np.zeros(shape, np.uint8)
+        except MemoryError:
+            raise GameError(f"pool size {size}: its {math.prod(shape) / 1e9:,.1f} GB of screens do not fit in "
+                            "memory") from None
         self.count = 0  # frames painted since the last clear()
 
     def clear(self) -> None:

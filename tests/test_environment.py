@@ -170,6 +170,11 @@ def test_unknown_game_names_close_matches(game, hint):
     assert str(err.value).startswith(f"unknown game {game!r}; {hint}")
 
 
+def test_a_pool_beyond_memory_is_one_line():
+    with pytest.raises(GameError, match=r"^pool size 1000000000: its 100,800.0 GB of screens do not fit in memory$"):
+        GameEnvironment("pong", pool_size=10**9)
+
+
 def test_game_path_without_rom_raises(tmp_path):
     with pytest.raises(GameError, match="pong.bin"):
         GameEnvironment("pong", game_path=str(tmp_path))

@@ -208,6 +208,7 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--network", h5), "no game given: use --game")  # its history stores none
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size=1e9"), "do not fit in memory")
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.mp4"),
                      "pip install imageio-ffmpeg")
