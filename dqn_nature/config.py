@@ -208,6 +208,12 @@ def _coerce(f, value):
         raise ConfigError(f"{f.name}: expected {kind.__name__}, got {value!r}") from None
 
 
+def typed(values: dict) -> dict:
+    """``values`` with each option's value converted to the option's type, other names kept as
+    they are (a stored run's arguments). Raises ConfigError: a value of another type."""
+    return {k: _coerce(FIELD_BY_NAME[k], v) if k in FIELD_BY_NAME else v for k, v in values.items()}
+
+
 def _named(values: dict, source: str) -> dict:
     """Map Lua or Python names to fields, rejecting unknown names."""
     out = {}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import h5py
 import numpy as np
 
-from .config import FIELDS
+from .config import FIELDS, ConfigError, typed
 from .files import atomic_path
 
 if TYPE_CHECKING:  # imported where used: every command imports this module, and --help needs no torch
@@ -226,10 +226,22 @@ def load_history(path: str) -> History:
             if uneven:
                 raise HistoryError(f"{path}: damaged history file ({', '.join(uneven)}: not one entry per "
                                    f"evaluation of step_history's {n})")
-            for group in ("model", "best_model"):  # read to verify their checksums: damage shows here
-                for dataset in f.get(group, {}).values():
+            if not isinstance(attrs.get("game"), str):
+                raise HistoryError(f"{path}: damaged history file (game attribute {attrs.get('game')!r})")
+            step = arrays["step_history"]
+            if not (np.isfinite(step) & (step == np.round(step))).all():
+                raise HistoryError(f"{path}: damaged history file (step_history is not whole numbers)")
+            for group in ("model", "best_model"):
+                if group in f and not (isinstance(f[group], h5py.Group) and all(
+                        isinstance(d, h5py.Dataset) and d.dtype.kind == "f" and d.ndim for d in f[group].values())):
+                    raise HistoryError(f"{path}: damaged history file ({group} is not a group of parameter arrays)")
+                for dataset in f.get(group, {}).values():  # read to verify their checksums: damage shows here
                     dataset[()]
-            arguments = {k: from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f else {}
+            try:
+                arguments = typed({k: from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f
+                                  else {})
+            except ConfigError as e:
+                raise HistoryError(f"{path}: damaged history file (argument {e})") from None
             steps, frames = int(attrs.get("steps", 0)), int(attrs.get("frames", 0))
     except HistoryError:
         raise

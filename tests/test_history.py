@@ -212,3 +212,37 @@ def test_a_root_attribute_of_the_wrong_type_is_damage(tmp_path):
         f.attrs["steps"] = "abc"
     with pytest.raises(HistoryError, match=r"run.h5: damaged history file \(invalid literal"):
         load_history(str(path))
+
+
+def _replace(name, value):
+    def change(f):
+        del f[name]
+        f[name] = value
+    return change
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.attrs.__setitem__("game", 3), r"\(game attribute 3\)"),
+    (lambda f: f.attrs.__delitem__("game"), r"\(game attribute None\)"),
+    (_replace("history/step_history", [250_000, np.nan]), r"\(step_history is not whole numbers\)"),
+    (_replace("best_model", np.zeros(3)), r"\(best_model is not a group of parameter arrays\)"),
+    (_replace("model/fc2.bias", np.array([b"x"] * 6)), r"\(model is not a group of parameter arrays\)"),
+    (_replace("model/fc2.bias", np.float32(0)), r"\(model is not a group of parameter arrays\)"),
+    (lambda f: f["arguments"].attrs.__setitem__("actrep", "four"), r"\(argument actrep: expected int, got 'four'\)"),
+])
+def test_contents_the_tools_cannot_use_are_damage(tmp_path, change, message):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path, "a") as f:
+        change(f)
+    with pytest.raises(HistoryError, match=r"run.h5: damaged history file " + message):
+        load_history(str(path))
+
+
+def test_stored_arguments_load_as_their_options_types(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path, "a") as f:
+        f["arguments"].attrs["actrep"] = 2.0  # as a float, e.g. from another writer
+    actrep = load_history(str(path)).arguments["actrep"]
+    assert actrep == 2 and isinstance(actrep, int)
