@@ -13,8 +13,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .files import atomic_path
-from .history import WRITE_OPTIONS, from_attr, open_checked, to_attr
+from .history import from_attr, h5_for_writing, open_checked, to_attr
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -57,7 +56,7 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
         OSError: the file cannot be written (a previous checkpoint stays intact).
     """
     c = trainer.config
-    with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
+    with h5_for_writing(path) as f:
         f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=c.game, step=trainer.step,
                        package_version=__version__, has_replay=bool(replay))
         args = f.create_group("arguments")

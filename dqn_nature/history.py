@@ -8,8 +8,11 @@ root attribute ``slimmed_from``); group ``arguments`` (every resolved option as 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import os
+import re
 from typing import TYPE_CHECKING
 
 import h5py
@@ -26,7 +29,7 @@ FORMAT_VERSION = 1
 PARAMS_FORMAT = "dqn_nature.params"
 # h5py.File options for writing. Files carry HDF5 checksums, of the metadata (the 1.10 file format)
 # and of every dataset (Fletcher-32), so a damaged file fails to load instead of giving wrong numbers.
-# No chunk cache: a full disk then fails the write itself, not h5py's clean-up, which can crash.
+# No chunk cache: a full disk then fails the write itself rather than h5py's clean-up.
 WRITE_OPTIONS = dict(libver="v110", rdcc_nbytes=0)
 # Evaluation histories and their dtypes; time_history has one more entry (it starts at 0).
 HISTORY_FIELDS = {
@@ -55,6 +58,32 @@ def from_attr(value):
     return None if value == "" else value
 
 
+@contextlib.contextmanager
+def h5_for_writing(path: str):
+    """Yield an ``h5py.File`` open for writing under ``atomic_path(path)``: ``path`` is replaced
+    once the file is complete and closed.
+
+    Raises:
+        OSError: the file cannot be written (the previous file is left intact). On a full disk
+        h5py's closing of the file fails too (RuntimeError); the write's OSError is raised, or
+        one with the errno that h5py's message names when the closing alone failed.
+    """
+    with atomic_path(path) as tmp:
+        f = h5py.File(tmp, "w", **WRITE_OPTIONS)
+        try:
+            yield f
+        except BaseException:
+            with contextlib.suppress(RuntimeError, OSError):
+                f.close()
+            raise
+        try:
+            f.close()
+        except RuntimeError as e:
+            found = re.search(r"errno = (\d+)", str(e))
+            code = int(found[1]) if found else errno.EIO
+            raise OSError(code, os.strerror(code)) from None
+
+
 def save_history(path: str, *, game: str, steps: int, frames: int, history: dict, model: dict,
                  best_model: dict | None, arguments: dict, package_version: str, attrs: dict | None = None) -> None:
     """Write a history file atomically (``torch.save`` of the slim agent in ``train_agent.lua``).
@@ -71,7 +100,7 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
     Raises:
         OSError: the file cannot be written (the previous file is left intact).
     """
-    with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
+    with h5_for_writing(path) as f:
         f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=game, steps=int(steps),
                        frames=int(frames), package_version=package_version, **(attrs or {}))
         group = f.create_group("history")
@@ -92,7 +121,7 @@ def save_network_params(path: str, network: torch.nn.Module) -> None:
     import torch
 
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
-    with atomic_path(path) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as f:
+    with h5_for_writing(path) as f:
         f.attrs["format"] = PARAMS_FORMAT
         f.create_dataset("network", data=flat, fletcher32=True)
 
@@ -278,7 +307,7 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
         missing = [name for name in networks if name not in src]
         if missing:
             raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
-        with atomic_path(target) as tmp, h5py.File(tmp, "w", **WRITE_OPTIONS) as dst:
+        with h5_for_writing(target) as dst:
             dst.attrs.update(src.attrs)
             dst.attrs["slimmed_from"] = source
             for group in ("history", "arguments"):

@@ -2,6 +2,7 @@
 import os
 import resource
 import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -112,6 +113,19 @@ def test_slim_command_errors(tmp_path):
     assert slim(tmp_path / "x.h5", "--networks", "last", "--overwrite").returncode == 0
     assert load_history(str(tmp_path / "x.h5")).state_dict("model")
     assert slim(tmp_path / "run.h5", "--networks", "none").returncode == 0  # in place needs no --overwrite
+
+
+def test_a_full_disk_raises_the_write_s_oserror(tmp_path):
+    # A write past the limit fails, then h5py's closing of the file fails too (a RuntimeError
+    # that hid the OSError); the limit stands for a full disk.
+    save = ("import sys, torch; from dqn_nature.history import HISTORY_FIELDS, save_history; "
+            "save_history(sys.argv[1], game='pong', steps=0, frames=0, history={k: [] for k in HISTORY_FIELDS}, "
+            "model={'w': torch.zeros(10**6)}, best_model=None, arguments={}, package_version='test')")
+    result = subprocess.run([sys.executable, "-c", save, str(tmp_path / "x.h5")], capture_output=True, text=True,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (10**6, 10**6)))
+    assert result.returncode == 1
+    assert "OSError: [Errno 27]" in result.stderr and "RuntimeError" not in result.stderr, result.stderr
+    assert os.listdir(tmp_path) == []
 
 
 def test_no_best_model_before_an_evaluation(tmp_path):
