@@ -27,6 +27,8 @@ from .history import HistoryError
 
 _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
 PRESET_DIRS = (Path("args"), Path(__file__).resolve().parent.parent / "args")
+NAME_MAX = 255  # bytes in a file name on Linux's and macOS's filesystems
+PID_MAX = 2**22  # the largest process id on Linux (temporaries are named .<file>.tmp<pid>)
 
 
 def config_options(func):
@@ -75,10 +77,10 @@ def output_folders(config) -> dict[str, str]:
 
 
 def check_resources(config) -> None:
-    """Refuse, before anything is allocated or written, a missing ROM, a replay memory
-    the machine cannot hold, an output folder that cannot be written, a ``--csv-log`` or an
-    output file that names a folder, a ``--csv-log`` file of other columns, or
-    ``--tensorboard`` without its package.
+    """Refuse, before anything is allocated or written, a missing ROM, a ``--name`` too long
+    for the names of its files, a replay memory the machine cannot hold, an output folder that
+    cannot be written, a ``--csv-log`` or an output file that names a folder, a ``--csv-log``
+    file of other columns, or ``--tensorboard`` without its package.
 
     Raises:
         GameError, ConfigError.
@@ -94,10 +96,16 @@ def check_resources(config) -> None:
     for path in (config.name + ".h5", config.name + ".ckpt"):
         if os.path.isdir(path):
             raise ConfigError(f"{path} is a folder; choose another --name")
+    base = len(os.fsencode(os.path.basename(config.name)))
+    suffixes = len(f"._{config.steps}.params.h5.tmp{PID_MAX}")  # of the longest name written: a temporary's
+    if base + suffixes > NAME_MAX:
+        raise ConfigError(f"--name {config.name!r}: the files' names would be too long; give a base name of at most "
+                          f"{NAME_MAX - suffixes} bytes")
     need, free = replay_bytes(config), available_memory()
     if free is not None and need > free:
-        raise ConfigError(f"a replay memory of {config.replay_memory} transitions needs {need / 1e9:.1f} GB, "
-                          f"but only {free / 1e9:.1f} GB of memory is available; lower --replay-memory")
+        raise ConfigError(f"a replay memory of {config.replay_memory} transitions of {config.hist_len}-frame states "
+                          f"needs {need / 1e9:.1f} GB, but only {free / 1e9:.1f} GB of memory is available; lower "
+                          "--replay-memory")
     for folder, option in output_folders(config).items():
         existing = folder
         while not os.path.isdir(existing):

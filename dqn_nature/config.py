@@ -385,8 +385,9 @@ def validate(c: Config) -> None:
 
 
 def replay_bytes(c: Config) -> int:
-    """Bytes the replay memory takes when full: frame, action, reward and flag per transition."""
-    return c.replay_memory * (c.state_dim + 1 + 4 + 1)
+    """Bytes the replay memory takes when full (frame, action, reward and flag per transition)
+    with its minibatch buffers (``bufferSize`` stacked states s and s2)."""
+    return c.replay_memory * (c.state_dim + 1 + 4 + 1) + 2 * c.buffer_size * c.hist_len * c.state_dim
 
 
 def available_memory() -> int | None:

@@ -301,6 +301,9 @@ BAD_INPUTS = [
     (["--save-freq", "-1"], "save_freq"),
     (["--minibatch-size", "64"], "minibatch_size"),  # = bufferSize
     (["--replay-memory", "100000000000"], "replay memory"),
+    (["--hist-len", "1000000", "--learn-start", "2000000", "--replay-memory", "3000000"],
+     "of 1000000-frame states needs"),  # the minibatch buffers' 2 x 64 states count
+    (["--name", "c" * 250], "the files' names would be too long; give a base name of at most 228 bytes"),
     (["--name", "/proc/x/run"], "/proc/x"),
     (["--name", "/sys/run"], "/sys"),
     (["--csv-log", "/proc/x/log.csv"], "--csv-log '/proc/x/log.csv'"),
