@@ -110,7 +110,10 @@ class Trainer:
         c, agent = self.config, self.agent
         warnings = []
         learning = agent.learn_start + agent.replay_restart
-        if c.steps <= learning:
+        if c.steps <= learning and agent.replay_restart:
+            warnings.append(f"warning: the run ends at step {c.steps}, before learning resumes after step {learning} "
+                            "(--learn-start steps refill the empty replay memory): the network is not trained further")
+        elif c.steps <= learning:
             warnings.append(f"warning: the run ends at step {c.steps}, before learning starts after step {learning} "
                             "(--learn-start): the network is not trained")
         first = (max(self.step, agent.learn_start) // c.eval_freq + 1) * c.eval_freq
