@@ -268,6 +268,8 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     from .networks import load_network, network_misfit
     from .neural_q_learner import NeuralQLearner
 
+    if testing_ep != testing_ep:  # NaN passes click's FloatRange
+        fail("--testing-ep must be in [0, 1], not nan")
     try:
         state, stored = load_network(network, best)
     except HistoryError as e:

@@ -209,6 +209,7 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size=1e9"), "do not fit in memory")
+    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--testing-ep", "nan"), "--testing-ep must be in")
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.mp4"),
                      "pip install imageio-ffmpeg")
