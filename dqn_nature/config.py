@@ -210,7 +210,8 @@ def _coerce(f, value):
 
 def typed(values: dict) -> dict:
     """``values`` with each option's value converted to the option's type, other names kept as
-    they are (a stored run's arguments). Raises ConfigError: a value of another type."""
+    they are (a stored run's arguments). Raises ConfigError: a value of another type. No Lua
+    counterpart (Lua values carry their own type)."""
     return {k: _coerce(FIELD_BY_NAME[k], v) if k in FIELD_BY_NAME else v for k, v in values.items()}
 
 

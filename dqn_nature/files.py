@@ -19,7 +19,8 @@ def _alive(pid: int) -> bool:
 def written_in_place(path: str) -> bool:
     """Whether ``atomic_path`` writes ``path`` directly: an existing device, pipe or other
     non-regular file, or any path under /dev or /proc. ``/dev/stdout`` redirected to a file
-    is such a path: replacing that file would drop what the shell writes to it besides."""
+    is such a path: replacing that file would drop what the shell writes to it besides. No Lua
+    counterpart."""
     return os.path.abspath(path).startswith(("/dev/", "/proc/")) or (
         os.path.exists(path) and not os.path.isfile(path))
 

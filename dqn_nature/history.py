@@ -61,7 +61,7 @@ def from_attr(value):
 @contextlib.contextmanager
 def h5_for_writing(path: str):
     """Yield an ``h5py.File`` open for writing under ``atomic_path(path)``: ``path`` is replaced
-    once the file is complete and closed.
+    once the file is complete and closed. No Lua counterpart (``torch.save`` wrote in place).
 
     Raises:
         OSError: the file cannot be written (the previous file is left intact). On a full disk

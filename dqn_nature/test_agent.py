@@ -309,9 +309,10 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
         problem = _unwritable(path) if path else "give a file name"
         if problem:
             fail(f"cannot write {option} {path}: {problem}")
-        if os.path.realpath(path) in outputs:
-            fail(f"{option} {path} is also the {outputs[os.path.realpath(path)]}; give each output its own file")
-        outputs[os.path.realpath(path)] = option
+        real = os.path.realpath(path)
+        if real in outputs:
+            fail(f"{option} {path} is also the {outputs[real]}; give each output its own file")
+        outputs[real] = option
     if csv_file and os.path.isfile(csv_file) and not written_in_place(csv_file) and (
             os.path.splitext(csv_file)[1].lower() != ".csv"):
         fail(f"--csv-file {csv_file} exists and is not a .csv file; give another name")
