@@ -216,12 +216,15 @@ def typed(values: dict) -> dict:
 
 
 def _named(values: dict, source: str) -> dict:
-    """Map Lua or Python names to fields, rejecting unknown names."""
-    out = {}
+    """Map Lua or Python names to fields, rejecting unknown names and two spellings of one
+    option (``bufferSize`` and ``buffer_size``)."""
+    out, spelling = {}, {}
     for key, value in values.items():
         f = OPTION_BY_NAME.get(key)
         if f is None:
             raise ConfigError(f"unknown {source} {key!r}")
+        if spelling.setdefault(f.name, key) != key:
+            raise ConfigError(f"{spelling[f.name]!r} and {key!r} are one {source}: give one of them")
         if isinstance(value, BareWord) and field_type(f) is not str and value in OPTION_BY_NAME:
             continue  # nil in Lua: the option keeps its default (see BareWord)
         out[f.name] = _coerce(f, value)
@@ -272,7 +275,10 @@ def load_preset(path: str) -> dict:
         raise ConfigError(f"cannot read preset {path!r}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"preset {path!r} is not valid TOML: {e}") from None
-    return _named(data, f"option in preset {path!r}:")
+    try:
+        return _named(data, "option")
+    except ConfigError as e:
+        raise ConfigError(f"preset {path!r}: {e}") from None
 
 
 def layered(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,

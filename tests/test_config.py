@@ -127,7 +127,6 @@ def test_preset_rejects_unknown_option(tmp_path):
         resolve({"game": "pong"}, str(preset))
 
 
-
 @pytest.mark.parametrize("text, message", [
     (b"steps = true\n", "steps: expected int, got True"),
     (b'name = ["a"]\n', "name: expected str, got ['a']"),
@@ -137,8 +136,18 @@ def test_preset_rejects_unknown_option(tmp_path):
 def test_preset_values_have_the_options_types(tmp_path, text, message):
     preset = tmp_path / "p.toml"
     preset.write_bytes(text)
-    with pytest.raises(ConfigError, match=re.escape(message)):
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
         resolve({"game": "pong"}, str(preset))
+    assert str(e.value).startswith(f"preset {str(preset)!r}")
+
+
+@pytest.mark.parametrize("preset, agent_params", [
+    ("bufferSize = 256\nbuffer_size = 128\n", None), (None, "bufferSize=256,buffer_size=128")])
+def test_two_spellings_of_one_option_are_refused(tmp_path, preset, agent_params):
+    path = tmp_path / "p.toml"
+    path.write_text(preset or "")
+    with pytest.raises(ConfigError, match="'bufferSize' and 'buffer_size' are one .*: give one of them"):
+        resolve({"game": "pong"}, str(path), agent_params)
 
 VALID = Config(game="pong", name="x")
 
