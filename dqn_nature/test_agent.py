@@ -280,15 +280,18 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     except ConfigError as e:
         fail(f"--pool-frms {pool_frms!r}: {e}")
     run = {k: stored[k] for k in RUN_OPTIONS if stored.get(k) is not None and k not in given}
-    try:
-        options = build({**run, **given})
-    except ConfigError as e:
-        fail(str(e))
+    merged = {**run, **given}
+    # The stored options are checked on their own first, so that an error names their file.
+    for values, source in (({**run, "game": merged.get("game")}, f"{network}: "), (merged, "")):
+        try:
+            options = build(values)
+        except ConfigError as e:
+            fail(f"{source}{e}")
     try:
         env = GameEnvironment(options.game, game_path, options.actrep, options.random_starts, options.pool_size,
                               options.pool_type, seed=seed)
     except GameError as e:
-        fail(str(e))
+        fail(f"{network}: {e}" if "game" in run else str(e))
     actions = env.get_actions()
     misfit = network_misfit(state, options.game, len(actions))  # its hist_len is the network's
     if misfit:

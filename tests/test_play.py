@@ -188,7 +188,7 @@ def test_sigint_keeps_what_was_played(tmp_path, networks):
     assert iio.improps(tmp_path / "play.gif").shape[0] == 4 * steps  # every frame of every step played
 
 
-def test_bad_input(tmp_path, networks, monkeypatch):
+def test_bad_input(tmp_path, networks, weights, monkeypatch):
     h5, t7 = networks
     assert_bad_input(dqn_test("--game", "breakout", "--network", h5), "6 actions", "breakout has 4")
     assert_bad_input(dqn_test("-env", "breakout", "-network", t7), "6 actions", "breakout has 4")
@@ -208,6 +208,12 @@ def test_bad_input(tmp_path, networks, monkeypatch):
     assert_bad_input(dqn_test("--network", h5), "no game given: use --game")  # its history stores none
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
+    for i, (stored, error) in enumerate(((dict(actrep=0), "actrep must be positive"),
+                                         (dict(pool_type="min"), "pool_type must be one of"),
+                                         (dict(game="pongg"), "unknown game"))):
+        foreign = tmp_path / f"foreign{i}.h5"
+        write_history(foreign, weights, {"hist_len": 4, "game": "pong", **stored})
+        assert_bad_input(dqn_test("--network", foreign), f"{foreign}: {error}")  # names the file of the value
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size=1e9"), "do not fit in memory")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--testing-ep", "nan"), "--testing-ep must be in")
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
