@@ -4,6 +4,10 @@ Each run is ``dqn-train --game G --seed K --name OUT/G/seed<K>/NAME [options]`` 
 (isolated torch threads and signals, the real command-line validation), with its output in
 ``OUT/G/seed<K>/train.log``. The sweep's record is ``OUT/sweep.json``. Running the same command
 again skips finished runs and restarts the others, from ``NAME.ckpt`` where it exists.
+
+Every game is checked before Ray starts, with dqn-train's check: its ROM, or only that ale-py
+knows the game where the runs go to a cluster (``--address``), whose workers may hold
+``--game-path`` ROMs that this machine lacks.
 """
 from __future__ import annotations
 
@@ -388,10 +392,11 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
 
     Running the same command again skips finished runs and restarts the others (from their
     checkpoint). Ctrl-C or SIGTERM cancels the runs, which leave their last history and
-    checkpoint. Exit status: 0 if every run finished, 1 if one failed, 2 for bad options or no
-    reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
+    checkpoint. Exit status: 0 if every run finished, 1 if one failed, 2 for bad options, an
+    unknown game or no reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
     """
     from .config import ConfigError, default_name
+    from .environment import GameError, rom_path
 
     game_list = list(dict.fromkeys(g.strip() for g in games.split(",") if g.strip()))
     out = os.path.abspath(out)
@@ -401,9 +406,11 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             raise click.BadParameter("no game given", param_hint="--games")
         seed_list = parse_seeds(seeds)
         forwarded, config = train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
+        for game in game_list:  # on a cluster, only the name: see the module's docstring
+            rom_path(game, None if address else config.game_path)
         options = fixed_options(config)
         check_same_experiment(record_path, options)
-    except (click.ClickException, ConfigError) as e:
+    except (click.ClickException, ConfigError, GameError) as e:
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
         fail("Ray is not installed: pip install 'dqn-nature[ray]'")

@@ -50,6 +50,29 @@ def test_an_out_folder_that_cannot_be_written_stops_before_ray_starts(monkeypatc
     assert result.exit_code == 2 and "error: cannot write in --out /proc/sweep: " in result.output
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--games", "pong,pongg"], "error: unknown game 'pongg'; did you mean pong?"),
+    (["--games", "pong,pongg", "--address", "auto"], "error: unknown game 'pongg'; did you mean pong?"),
+    (["--games", "pong", "--game-path", "roms"], "error: no ROM file 'roms/pong.bin' for game 'pong' in --game-path"),
+])
+def test_games_are_checked_before_ray_starts(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
+    result = CliRunner().invoke(sweep.sweep_command, [*args, "--out", "s", *TINY])
+    assert result.exit_code == 2 and message in result.output
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_cluster_may_hold_roms_that_this_machine_lacks(tmp_path, monkeypatch):
+    def start_ray(address):
+        raise ConnectionError("reached")
+
+    monkeypatch.setattr(sweep, "start_ray", start_ray)
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--game-path", str(tmp_path / "roms"),
+                                                      "--address", "auto", "--out", str(tmp_path / "s"), *TINY])
+    assert result.output.endswith("error: cannot start or reach Ray at auto: reached\n")
+
+
 def test_lua_spelled_options_pass_through():
     forwarded, config = sweep.train_arguments(["-eval_freq", "700", "-hist_len", "2", "--steps=900"], "pong",
                                              None, 2, 0)
@@ -80,11 +103,15 @@ def dqn_sweep(*args):
 
 
 @pytest.fixture(scope="module")
-def pong_and_a_bad_game(tmp_path_factory):
-    """One sweep: two seeds of Pong and one of a game that does not exist."""
+def pong_and_failing_breakout(tmp_path_factory):
+    """One sweep: two seeds of Pong, and two of Breakout, whose runs find a damaged checkpoint
+    to resume."""
     pytest.importorskip("ray")
     out = tmp_path_factory.mktemp("sweep")
-    result = dqn_sweep("--games", "nosuchgame,pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out),
+    for seed in (1, 2):
+        (out / "breakout" / f"seed{seed}").mkdir(parents=True)
+        (out / "breakout" / f"seed{seed}" / "DQN3_0_1_breakout_FULL_Y.ckpt").write_text("damaged")
+    result = dqn_sweep("--games", "breakout,pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out),
                        "--csv-log", str(out / "logs/eval.csv"), "--tensorboard", str(out / "tb"))
     with open(out / "sweep.json") as fh:
         record = json.load(fh)
@@ -92,8 +119,8 @@ def pong_and_a_bad_game(tmp_path_factory):
 
 
 @pytest.mark.ray
-def test_sweep_writes_histories_and_record(pong_and_a_bad_game):
-    out, result, runs = pong_and_a_bad_game
+def test_sweep_writes_histories_and_record(pong_and_failing_breakout):
+    out, result, runs = pong_and_failing_breakout
     for seed in (1, 2):
         run = runs["pong", seed]
         assert (run["state"], run["exit_code"], run["error"]) == ("finished", 0, None)
@@ -102,12 +129,12 @@ def test_sweep_writes_histories_and_record(pong_and_a_bad_game):
         assert (history.game, history.steps, history.arguments["seed"]) == ("pong", 300, seed)
         assert run["seconds"] > 0 and run["started"] <= run["finished"]
         assert "--seed" in (out / "pong" / f"seed{seed}" / "train.log").read_text()
-    assert f"dqn-report {out}" in result.stdout and f"dqn-plot {out}/nosuchgame -o" in result.stdout
+    assert f"dqn-report {out}" in result.stdout and f"dqn-plot {out}/breakout -o" in result.stdout
 
 
 @pytest.mark.ray
-def test_each_run_logs_apart(pong_and_a_bad_game):
-    out, _, runs = pong_and_a_bad_game
+def test_each_run_logs_apart(pong_and_failing_breakout):
+    out, _, runs = pong_and_failing_breakout
     for seed in (1, 2):
         run = runs["pong", seed]
         assert run["csv_log"] == str(out / "logs/pong" / f"seed{seed}" / "eval.csv")
@@ -116,23 +143,24 @@ def test_each_run_logs_apart(pong_and_a_bad_game):
             (row,) = csv.DictReader(fh)
         assert (int(row["step"]), float(row["v_history"])) == (300, load_history(run["history"]).v_history[-1])
         assert len(os.listdir(run["tensorboard"])) == 1  # one event file
-    assert sorted(os.listdir(out / "logs")) == ["pong"]  # nosuchgame failed before writing
+    assert sorted(os.listdir(out / "logs")) == ["pong"]  # breakout failed before writing
 
 
 @pytest.mark.ray
-def test_invalid_game_fails_alone(pong_and_a_bad_game):
-    out, result, runs = pong_and_a_bad_game
+def test_a_failing_run_fails_alone(pong_and_failing_breakout):
+    out, result, runs = pong_and_failing_breakout
     assert result.returncode == 1, result.stderr
     for seed in (1, 2):
-        run = runs["nosuchgame", seed]
-        assert run["state"] == "failed" and run["exit_code"] == 2
-        assert "unknown game 'nosuchgame'" in run["error"]
-        assert f"nosuchgame/seed{seed} failed: dqn-train: error: unknown game" in result.stdout
+        run = runs["breakout", seed]
+        assert run["state"] == "failed" and run["exit_code"] == 2 and run["resumed"]
+        checkpoint = out / "breakout" / f"seed{seed}" / "DQN3_0_1_breakout_FULL_Y.ckpt"
+        assert run["error"].startswith(f"dqn-train: error: {checkpoint}: not a readable HDF5 file")
+        assert f"breakout/seed{seed} failed: {run['error']} (log: " in result.stdout
 
 
 @pytest.mark.ray
-def test_rerun_skips_finished_runs(pong_and_a_bad_game):
-    out, _, _ = pong_and_a_bad_game
+def test_rerun_skips_finished_runs(pong_and_failing_breakout):
+    out, _, _ = pong_and_failing_breakout
     logs = [out / "pong" / f"seed{seed}" / "train.log" for seed in (1, 2)]
     before = [os.path.getmtime(p) for p in logs]
     result = dqn_sweep("--games", "pong", "--seeds", "1-2", "--cpus-per-run", "0.5", "--out", str(out))
