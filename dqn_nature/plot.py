@@ -56,13 +56,13 @@ def seed_curves(run_set, field: str, x: str):
     """Mean, min, max and std over the seeds of ``run_set`` of history ``field``.
 
     Returns float64 arrays ``(xs, mean, low, high, std)`` over the sorted evaluation steps of
-    all seeds; at each step, the statistics are over the seeds with a value there (NaN is none:
-    ``score_history`` at an evaluation that finished no episode, a diverged network's values).
+    all seeds; at each step, the statistics are over the seeds with a value there (NaN or infinity
+    is none: ``score_history`` at an evaluation that finished no episode, a diverged network's values).
     """
     by_step = {}
     for run in run_set.runs:
         for step, value in zip(run.step_history, getattr(run, field)):
-            if not np.isnan(value):
+            if np.isfinite(value):
                 by_step.setdefault(int(step), []).append(float(value))
     steps = sorted(by_step)
     values = [np.array(by_step[s]) for s in steps]
@@ -71,16 +71,17 @@ def seed_curves(run_set, field: str, x: str):
 
 
 def read_reference(path: str) -> dict:
-    """Curves from a CSV with columns ``game,run,frames,mean_return`` (other columns ignored).
+    """Curves from a UTF-8 CSV (with or without a byte-order mark, as Excel saves it) with columns
+    ``game,run,frames,mean_return`` (other columns ignored).
 
     Returns ``{game: (frames, low, high)}``: float64 arrays of the sorted distinct frames and
     the min and max of ``mean_return`` over runs there.
 
     Raises:
-        PlotError: unreadable file, missing columns or a non-numeric value.
+        PlotError: unreadable file, missing columns or a value that is not a finite number.
     """
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             missing = [c for c in REFERENCE_COLUMNS if c not in (reader.fieldnames or ())]
             if missing:
@@ -90,13 +91,17 @@ def read_reference(path: str) -> dict:
             for line, row in enumerate(reader, start=2):
                 try:
                     frames, value = float(row["frames"]), float(row["mean_return"])
+                    if not (np.isfinite(frames) and np.isfinite(value)):
+                        raise ValueError
                 except (TypeError, ValueError):
-                    raise PlotError(f"{path}:{line}: frames and mean_return must be numbers") from None
+                    raise PlotError(f"{path}:{line}: frames and mean_return must be finite numbers") from None
                 points.setdefault(row["game"], {}).setdefault(frames, []).append(value)
     except OSError as e:
         raise PlotError(f"{path}: cannot read the reference CSV ({e.strerror})") from None
     except UnicodeDecodeError:
         raise PlotError(f"{path}: not a text CSV file") from None
+    except csv.Error as e:  # e.g. a field over the csv module's size limit
+        raise PlotError(f"{path}: not a readable CSV file ({e})") from None
     curves = {}
     for game, by_frames in points.items():
         frames = sorted(by_frames)
@@ -152,57 +157,60 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # One x range: a score panel with no score (no evaluation finished an episode) takes the runs' range.
-    fig, (ax_score, ax_value) = plt.subplots(1, 2, sharex=True, figsize=FIGSIZE, dpi=dpi, layout="constrained")
-    x_max = -np.inf
-    for i, s in enumerate(run_sets):
-        if not any(len(run.step_history) for run in s.runs):
-            continue
-        seeds = len(s.runs)
-        label = "\n".join(textwrap.wrap(s.label + (f" ({seeds} seeds)" if seeds > 1 else ""), LEGEND_WIDTH))
-        for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
-            xs, mean, low, high, std = seed_curves(s, field, x)
-            if not len(xs):
+    # Names are plain text: a "$" in a file or game name does not start mathtext.
+    with matplotlib.rc_context({"text.parse_math": False}):
+        # One x range: a score panel with no score (no evaluation finished an episode) takes the runs' range.
+        fig, (ax_score, ax_value) = plt.subplots(1, 2, sharex=True, figsize=FIGSIZE, dpi=dpi, layout="constrained")
+        x_max = -np.inf
+        for i, s in enumerate(run_sets):
+            if not any(len(run.step_history) for run in s.runs):
                 continue
-            x_max = max(x_max, xs[-1])
-            ax.plot(xs, mean, color=f"C{i}", marker="o" if len(xs) < 30 else None, markersize=3, label=label)
-            if seeds > 1:
-                lo, hi = (mean - std, mean + std) if band == "std" else (low, high)
-                ax.fill_between(xs, lo, hi, color=f"C{i}", alpha=0.25, linewidth=0)
-    actrep = run_sets[0].runs[0].actrep
-    for game in games:
-        suffix = f" ({game})" if len(games) > 1 else ""
-        ref = reference(game)
-        if ref.nature_mean is not None:
-            text = f"Nature DQN {ref.nature_mean:g}" + (f" ± {ref.nature_std:g}" if ref.nature_std else "")
-            ax_score.axhline(ref.nature_mean, color="black", linestyle="--", linewidth=1, label=text + suffix)
-            if ref.nature_std:
-                ax_score.axhspan(ref.nature_mean - ref.nature_std, ref.nature_mean + ref.nature_std,
-                                 color="black", alpha=0.1, linewidth=0)
-        if show_random_human:
-            for value, name, color in ((ref.random, "random", "tab:red"), (ref.human, "human", "tab:green")):
-                if value is not None:
-                    ax_score.axhline(value, color=color, linestyle=":", linewidth=1.2,
-                                     label=f"{name} {value:g}{suffix}")
-        if reference_csv:
-            if game not in curves:
-                note(f"{reference_csv}: no reference curves for {game}")
-                continue
-            frames, low, high = curves[game]
-            ref_x = {"frames": frames, "steps": frames / actrep, "epochs": frames / NATURE_FRAMES_PER_EPOCH}[x]
-            n = np.searchsorted(ref_x, x_max) + 1  # up to the first point at or after the runs' end
-            ax_score.fill_between(ref_x[:n], low[:n], high[:n], color="grey", alpha=0.35, linewidth=0,
-                                  label=f"{os.path.basename(reference_csv)}{suffix}")
-    ax_score.set(xlabel=X_LABELS[x], ylabel="Average score per episode", title="Average score per episode")
-    ax_value.set(xlabel=X_LABELS[x], ylabel="Average action value (Q)",
-                 title="Average predicted action value (validation set)")
-    for ax in (ax_score, ax_value):
-        ax.legend(fontsize="small")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))  # 250k, 1M: millions of frames fit
-    fig.suptitle(", ".join(games))
-    with atomic_path(output) as tmp:
-        fig.savefig(tmp, format=fmt, dpi=dpi)
-    plt.close(fig)
+            seeds = len(s.runs)
+            label = "\n".join(textwrap.wrap(s.label + (f" ({seeds} seeds)" if seeds > 1 else ""), LEGEND_WIDTH))
+            for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
+                xs, mean, low, high, std = seed_curves(s, field, x)
+                if not len(xs):
+                    continue
+                x_max = max(x_max, xs[-1])
+                ax.plot(xs, mean, color=f"C{i}", marker="o" if len(xs) < 30 else None, markersize=3, label=label)
+                if seeds > 1:
+                    lo, hi = (mean - std, mean + std) if band == "std" else (low, high)
+                    ax.fill_between(xs, lo, hi, color=f"C{i}", alpha=0.25, linewidth=0)
+        actrep = run_sets[0].runs[0].actrep
+        for game in games:
+            suffix = f" ({game})" if len(games) > 1 else ""
+            ref = reference(game)
+            if ref.nature_mean is not None:
+                text = f"Nature DQN {ref.nature_mean:g}" + (f" ± {ref.nature_std:g}" if ref.nature_std else "")
+                ax_score.axhline(ref.nature_mean, color="black", linestyle="--", linewidth=1, label=text + suffix)
+                if ref.nature_std:
+                    ax_score.axhspan(ref.nature_mean - ref.nature_std, ref.nature_mean + ref.nature_std,
+                                     color="black", alpha=0.1, linewidth=0)
+            if show_random_human:
+                for value, name, color in ((ref.random, "random", "tab:red"), (ref.human, "human", "tab:green")):
+                    if value is not None:
+                        ax_score.axhline(value, color=color, linestyle=":", linewidth=1.2,
+                                         label=f"{name} {value:g}{suffix}")
+            if reference_csv:
+                if game not in curves:
+                    note(f"{reference_csv}: no reference curves for {game}")
+                    continue
+                frames, low, high = curves[game]
+                ref_x = {"frames": frames, "steps": frames / actrep, "epochs": frames / NATURE_FRAMES_PER_EPOCH}[x]
+                n = np.searchsorted(ref_x, x_max) + 1  # up to the first point at or after the runs' end
+                ax_score.fill_between(ref_x[:n], low[:n], high[:n], color="grey", alpha=0.35, linewidth=0,
+                                      label=f"{os.path.basename(reference_csv)}{suffix}")
+        ax_score.set(xlabel=X_LABELS[x], ylabel="Average score per episode", title="Average score per episode")
+        ax_value.set(xlabel=X_LABELS[x], ylabel="Average action value (Q)",
+                     title="Average predicted action value (validation set)")
+        for ax in (ax_score, ax_value):
+            if ax.get_legend_handles_labels()[0]:  # a panel can be empty: no score, no value, no reference
+                ax.legend(fontsize="small")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))  # 250k, 1M: millions of frames fit
+        fig.suptitle(", ".join(games))
+        with atomic_path(output) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=dpi)
+        plt.close(fig)
 
 
 @click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))

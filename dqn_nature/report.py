@@ -21,6 +21,7 @@ COLUMNS = {
 }
 
 
+@np.errstate(invalid="ignore")  # infinite scores: their mean or sd is NaN, shown as unknown
 def report_rows(run_sets) -> list:
     """One dict per ``RunSet`` with the keys of ``COLUMNS``; None where unknown.
 
@@ -50,23 +51,30 @@ def report_rows(run_sets) -> list:
 
 
 def _cell(key: str, value) -> str:
-    """A value as table text: blank when unknown, integers as such, scores to 1 decimal."""
+    """A value as table text: blank when unknown, integers as such, scores to 1 decimal, line
+    breaks in names as spaces (a cell is one line)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, str):
-        return value
+        return " ".join(value.splitlines())
     if key in ("seeds", "frames", "evaluations"):
         return f"{value:,}" if key == "frames" else str(value)
     return f"{value:.1f}"
 
 
+def _json_value(value):
+    """``value`` as JSON can hold it: None (null) for NaN and infinity, which JSON lacks."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def format_rows(rows, fmt: str) -> str:
     """``rows`` of ``report_rows`` as ``text`` (aligned), ``markdown``, ``csv`` or ``json``.
 
-    CSV and JSON use the column keys and unrounded numbers (blank / null where unknown).
+    CSV and JSON use the column keys and unrounded numbers (blank / null where unknown; JSON
+    also writes NaN and infinity as null). Markdown escapes ``|`` in cells as ``\\|``.
     """
     if fmt == "json":
-        return json.dumps(rows, indent=2)
+        return json.dumps([{k: _json_value(v) for k, v in row.items()} for row in rows], indent=2, allow_nan=False)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
@@ -75,7 +83,7 @@ def format_rows(rows, fmt: str) -> str:
         return out.getvalue().rstrip("\n")
     table = [list(COLUMNS.values())] + [[_cell(k, row[k]) for k in COLUMNS] for row in rows]
     if fmt == "markdown":
-        lines = ["| " + " | ".join(cells) + " |" for cells in table]
+        lines = ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in table]
         lines.insert(1, "|" + "|".join("---" if k in ("game", "config") else "--:" for k in COLUMNS) + "|")
         return "\n".join(lines)
     widths = [max(len(cells[i]) for cells in table) for i in range(len(COLUMNS))]

@@ -15,6 +15,7 @@ from PIL import Image
 from dqn_nature import load_history
 from dqn_nature.config import Config
 from dqn_nature.history import history_paths, load_runs, save_history, save_network_params
+from dqn_nature.network import convnet_atari3
 from dqn_nature.plot import main as plot_main, seed_curves, x_values
 from dqn_nature.report import main as report_main, report_rows
 from dqn_nature.scores import SCORES
@@ -38,16 +39,17 @@ def trained(tmp_path_factory):
     return str(name) + ".h5"
 
 
-def synthetic(path, rewards, *, game="pong", first_step=50_000, eval_freq=50_000, episodes=None, **arguments):
+def synthetic(path, rewards, *, game="pong", first_step=50_000, eval_freq=50_000, episodes=None, values=None,
+              **arguments):
     """Write a history with evaluation scores ``rewards`` at steps first_step, +eval_freq, ...,
-    each over one episode unless ``episodes`` gives the counts; v_history is 0.1 x the
-    evaluation index. ``arguments`` override run_gpu's defaults."""
+    each over one episode unless ``episodes`` gives the counts; v_history is ``values``, or 0.1 x
+    the evaluation index. ``arguments`` override run_gpu's defaults."""
     n = len(rewards)
     steps = first_step + eval_freq * np.arange(n)
     episodes = np.ones(n) if episodes is None else np.array(episodes)
     history = dict(reward_history=rewards, reward_counts=np.full(n, 21), episode_counts=episodes,
-                   v_history=0.1 * np.arange(n), td_history=np.ones(n), qmax_history=np.ones(n),
-                   step_history=steps, time_history=np.arange(n + 1) * 10.0)
+                   v_history=0.1 * np.arange(n) if values is None else values, td_history=np.ones(n),
+                   qmax_history=np.ones(n), step_history=steps, time_history=np.arange(n + 1) * 10.0)
     args = dict(Config(game=game).as_dict(), name=str(path)[:-3], **arguments)
     done = int(steps[-1]) if n else first_step - 1
     save_history(str(path), game=game, steps=done, frames=done * args["actrep"], history=history, model={},
@@ -108,7 +110,7 @@ def test_load_runs_groups_seeds_by_game_and_configuration(tmp_path):
     # A file met twice, named or in a folder, is one run.
     assert [len(s.runs) for s in load_runs([slow, tmp_path / ".." / tmp_path.name / "slow.h5", tmp_path])] == [1, 3, 1]
 
-    save_network_params(str(tmp_path / "sub" / "brk.params.h5"), torch.nn.Linear(2, 2))
+    save_network_params(str(tmp_path / "sub" / "brk.params.h5"), convnet_atari3(2))
     assert history_paths([tmp_path]) == sorted([*seeds, slow, other])
 
 
@@ -131,7 +133,7 @@ def test_x_axes_and_seed_statistics(tmp_path):
 
 @pytest.mark.skipif(not (REFERENCE / "nature_dqn_scores.csv").exists(), reason="../shared/reference absent")
 def test_scores_match_the_reference_csv():
-    with open(REFERENCE / "nature_dqn_scores.csv", newline="") as f:
+    with open(REFERENCE / "nature_dqn_scores.csv", newline="", encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
     assert sorted(SCORES) == sorted(r["game"] for r in rows)
     for r in rows:
@@ -193,6 +195,37 @@ def test_plot_reference_overlay(tmp_path, capsys):
     assert count_colour(overlay, REFERENCE_GREY) - count_colour(plain, REFERENCE_GREY) > 3000
 
 
+def test_plot_reads_a_reference_csv_with_a_byte_order_mark(tmp_path, capsys):
+    ref = tmp_path / "excel.csv"  # Excel's "CSV UTF-8" starts with a byte-order mark
+    rows = "".join(f"pong,{r},{frames},{-21 + 5 * r}\n" for r in (0, 1) for frames in (0, 4_000_000))
+    ref.write_text("game,run,frames,mean_return\n" + rows, encoding="utf-8-sig")
+    run = synthetic(tmp_path / "run.h5", list(np.linspace(-21, 0, 20)))
+    code, _, err = run_cli(plot_main, [run, "-o", tmp_path / "f.png", "--reference", ref], capsys)
+    assert code == 0 and err == ""
+    assert count_colour(tmp_path / "f.png", REFERENCE_GREY) > 3000
+
+
+def test_plot_leaves_out_non_finite_values_and_draws_empty_panels_without_legend(tmp_path, capsys):
+    diverged = synthetic(tmp_path / "diverged.h5", [0.0, 0.0, 5.0], episodes=[0, 0, 1], values=[0.5, np.nan, np.inf])
+    (s,) = load_runs([diverged])
+    xs, mean, *_ = seed_curves(s, "v_history", "steps")
+    assert xs.tolist() == [50_000] and mean.tolist() == [0.5]
+    empty = synthetic(tmp_path / "empty.h5", [0.0], game="tetris", episodes=[0], values=[np.inf])
+    for run in (diverged, empty):  # empty: no score, no value, no Nature score: two panels without legend
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # numpy's "invalid value", matplotlib's "no artists ... legend"
+            code, _, _ = run_cli(plot_main, [run, "-o", tmp_path / "f.png"], capsys)
+        assert code == 0
+
+
+def test_plot_draws_dollar_signs_in_names_as_plain_text(tmp_path, capsys):
+    run = synthetic(tmp_path / "run$\\foo$.h5", [1.0, 2.0], game="x$\\bar$")
+    code, _, err = run_cli(plot_main, [run, "-o", tmp_path / "f.svg"], capsys)
+    assert code == 0 and err == ""
+    texts = re.findall(r"<!-- (.*?) -->", (tmp_path / "f.svg").read_text())  # matplotlib's SVG names each text
+    assert "run$\\foo$" in texts and "x$\\bar$" in texts
+
+
 def test_plot_notes_a_run_without_evaluation(tmp_path, capsys):
     empty = synthetic(tmp_path / "empty.h5", [])
     full = synthetic(tmp_path / "full.h5", [1.0, 2.0])
@@ -211,7 +244,7 @@ def test_plot_bad_input(tmp_path, capsys):
     with h5py.File(foreign, "w") as f:
         f["x"] = [1, 2]
     params = tmp_path / "net.params.h5"
-    save_network_params(str(params), torch.nn.Linear(2, 2))
+    save_network_params(str(params), convnet_atari3(2))
     for bad in (text, foreign, params, tmp_path / "missing.h5"):
         expect_error(plot_main, [bad, "-o", tmp_path / "f.png"], capsys, str(bad))
     expect_error(plot_main, [run, "-o", tmp_path / "f.gif"], capsys, "use a .png, .svg or .pdf")
@@ -223,6 +256,12 @@ def test_plot_bad_input(tmp_path, capsys):
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
                  "lacks column(s) run, frames, mean_return")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", run], capsys, "not a text CSV file")
+    bad_csv.write_text("game,run,frames,mean_return\npong,0,1000000,-20\npong,0,2000000,inf\n")
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
+                 "bad.csv:3: frames and mean_return must be finite numbers")
+    bad_csv.write_text("game,run,frames,mean_return\npong,0,1000000," + "9" * 200_000 + "\n")
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
+                 "bad.csv: not a readable CSV file (field larger than field limit")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--x", "hours"], capsys, "--x")
     expect_error(plot_main, [run], capsys, "--output")
     assert not (tmp_path / "g.png").exists() and not (tmp_path / "f.gif").exists()
@@ -261,6 +300,30 @@ def test_report_rows_by_hand(tmp_path, capsys):
         last_std="", nature="", nature_std="", random="", human="", human_normalised="", percent_of_nature="")
     lines = run_cli(report_main, [a, c, "--format", "markdown"], capsys)[1].strip().splitlines()
     assert len(lines) == 4 and lines[1].startswith("|---|---|--:") and lines[2].startswith("| pong | pong_s1 |")
+
+
+def test_report_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path, capsys):
+    runs = [synthetic(tmp_path / f"pong_s{s}.h5", [1.0, score], seed=s) for s, score in ((1, np.inf), (2, -np.inf))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "invalid value" for the mean of inf and -inf
+        code, out, _ = run_cli(report_main, [*runs, "--format", "json"], capsys)
+    assert code == 0
+
+    def reject(constant):
+        raise ValueError(f"{constant} is not JSON")
+    (row,) = json.loads(out, parse_constant=reject)  # as strict as jq or JSON.parse
+    assert row["best"] is row["last"] is row["last_std"] is row["human_normalised"] is None
+    assert row["nature"] == 18.9
+
+
+def test_report_markdown_escapes_pipes_and_keeps_each_row_on_one_line(tmp_path, capsys):
+    a = synthetic(tmp_path / "a|b.h5", [1.0])
+    c = synthetic(tmp_path / "c.h5", [2.0], game="x|y\nz")
+    lines = run_cli(report_main, [a, c, "--format", "markdown"], capsys)[1].strip().splitlines()
+    assert len(lines) == 4
+    assert lines[2].startswith(r"| pong | a\|b | 1 |") and lines[3].startswith(r"| x\|y z | c | 1 |")
+    assert all(len(re.findall(r"(?<!\\)\|", line)) == 15 for line in lines)  # 14 cells
+    assert len(run_cli(report_main, [a, c], capsys)[1].strip().splitlines()) == 3
 
 
 def test_report_bad_input(tmp_path, capsys):
