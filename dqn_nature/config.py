@@ -40,7 +40,7 @@ class Config:
     agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))
     name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]",
                                         resume=True)
-    network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history or DQN 3.0 .t7)")
+    network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history, .params.h5, DQN 3.0 .t7)")
     best: bool = option(False, "with --network, start from its best network", flag=True)
     steps: int = option(50_000_000, "agent steps to train", resume=True)
     eval_freq: int = option(250_000, "evaluate every this many steps")

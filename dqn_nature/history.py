@@ -117,13 +117,35 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
 
 
 def save_network_params(path: str, network: torch.nn.Module) -> None:
-    """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically."""
+    """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically,
+    with the network's ``hist_len`` as an attribute (the vector's length does not give it)."""
     import torch
 
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
     with h5_for_writing(path) as f:
         f.attrs["format"] = PARAMS_FORMAT
+        f.attrs["hist_len"] = network.conv1.weight.shape[1]
         f.create_dataset("network", data=flat, fletcher32=True)
+
+
+def load_network_params(path: str) -> tuple[np.ndarray, int]:
+    """The flat float32 parameter vector (P,) and the ``hist_len`` (4 where not stored) of a
+    file written by ``save_network_params``. No Lua counterpart (DQN 3.0 never read its
+    ``.params.t7`` back).
+
+    Raises:
+        HistoryError: missing, unreadable, damaged, or not a dqn_nature parameter file.
+    """
+    try:
+        with open_checked(path, PARAMS_FORMAT, "parameter", HistoryError) as f:
+            vector, hist_len = f["network"][()], from_attr(f.attrs.get("hist_len", 4))
+    except HistoryError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        raise HistoryError(f"{path}: damaged parameter file ({e})") from None
+    if vector.ndim != 1 or vector.dtype.kind != "f" or not isinstance(hist_len, int) or hist_len < 1:
+        raise HistoryError(f"{path}: damaged parameter file (not a vector of floats with a hist_len)")
+    return vector, hist_len
 
 
 @dataclasses.dataclass

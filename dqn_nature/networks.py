@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from .history import HistoryError, load_history
+from .history import HistoryError, load_history, load_network_params
 
 
 def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
@@ -11,7 +11,8 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
     and the options of the run that trained it.
 
     Args:
-        path: a ``.h5`` history, a DQN 3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
+        path: a ``.h5`` history, a ``.params.h5`` vector (``--save-network-params``), a DQN
+            3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
         best: take the best evaluated network (``best_model``) instead of the last one.
 
     Returns:
@@ -30,6 +31,13 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
         from .torch7 import load_t7_network
 
         return load_t7_network(path, best)
+    if path.lower().endswith(".params.h5"):
+        from .torch7 import params_state
+
+        if best:
+            raise HistoryError(f"{path}: a parameter vector holds one network, not a best one")
+        vector, hist_len = load_network_params(path)
+        return params_state(vector, path, hist_len=hist_len), {}
     if suffix == ".h5":
         history = load_history(path)
         return history.load_network("best_model" if best else "model").state_dict(), history.arguments

@@ -231,7 +231,7 @@ RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 @_option("game", "--env", "-env",
          help="ale-py ROM id of the game (pong, breakout, ...)  [default: the network's run's]")
 @_option("game-path", help="folder of <game>.bin ROMs that takes precedence over ale-py's")
-@_option("network", required=True, help="trained network: a .h5 history, a DQN 3.0 .t7 snapshot or .params.t7")
+@_option("network", required=True, help="trained network: a .h5 history, a .params.h5, a DQN 3.0 .t7 snapshot or .params.t7")
 @_option("best", is_flag=True, help="play the best evaluated network (best_model)")
 @_option("episodes", type=click.IntRange(1), default=1, show_default=True, help="games to play")
 @_option("testing-ep", type=click.FloatRange(0, 1), default=TESTING_EP, show_default=True, help="exploration rate")

@@ -17,8 +17,9 @@ from click.testing import CliRunner
 import t7writer
 from clicheck import assert_bad_input
 from dqn_nature.environment import GameEnvironment
-from dqn_nature.history import HISTORY_FIELDS, save_history
+from dqn_nature.history import HISTORY_FIELDS, save_history, save_network_params
 from dqn_nature.network import convnet_atari3
+from dqn_nature.networks import load_network
 from dqn_nature.neural_q_learner import NeuralQLearner
 from dqn_nature.test_agent import play, test_command as dqn_test_command
 
@@ -133,6 +134,22 @@ def test_pool_frms(tmp_path, networks, weights, single_threaded):
     assert max2.exit_code == 0
     with open(table, newline="") as fh:
         assert not np.allclose(q, [[float(x) for x in r[4:]] for r in list(csv.reader(fh))[1:]])
+
+
+def test_plays_from_a_params_h5_vector(tmp_path, networks, weights):
+    """A ``--save-network-params`` vector plays as its history's network; it keeps its hist_len."""
+    net = convnet_atari3(6)
+    net.load_state_dict(weights)
+    save_network_params(str(tmp_path / "run.params.h5"), net)
+    tables = [tmp_path / "h5.csv", tmp_path / "params.csv"]
+    for network, table in zip((networks[0], tmp_path / "run.params.h5"), tables):
+        assert dqn_test(*BASE[:2], "--max-steps", 60, "--network", network, "--csv-file", table).exit_code == 0
+    assert tables[0].read_text() == tables[1].read_text()
+    assert_bad_input(dqn_test(*BASE[:2], "--network", tmp_path / "run.params.h5", "--best"), "not a best one")
+
+    save_network_params(str(tmp_path / "two.params.h5"), convnet_atari3(6, 2))
+    state, stored = load_network(str(tmp_path / "two.params.h5"))
+    assert state["conv1.weight"].shape[1] == 2 and stored == {}
 
 
 def test_the_network_s_run_gives_the_defaults(tmp_path, networks, weights, single_threaded):
