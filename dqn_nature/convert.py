@@ -16,10 +16,14 @@ def game_actions(game: str) -> int:
     return len(GameEnvironment(game, random_starts=0).get_actions())
 
 
-def _check_actions(source: str, model: dict, game: str | None) -> None:
+def _check_actions(source: str, model: dict, game: str | None, n_actions: int | None = None) -> None:
+    """Raise torch7.LegacyError where ``model``'s action count is not ``n_actions`` or ``game``'s."""
     from .networks import network_misfit
     from .torch7 import LegacyError
 
+    found = model["fc2.weight"].shape[0]
+    if n_actions is not None and n_actions != found:
+        raise LegacyError(f"{source}: its network has {found} actions but --n-actions is {n_actions}")
     misfit = game and network_misfit(model, game, game_actions(game))
     if misfit:
         raise LegacyError(f"{source}: {misfit}")
@@ -36,11 +40,13 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
 
     Args:
         game: ROM id; for a snapshot, overrides its ``env`` argument.
+        n_actions: expected action count (checked against a snapshot's network too).
         cuda_conv: a vector's convolution weights are in ``SpatialConvolutionCUDA`` order.
 
     Raises:
-        torch7.LegacyError: unreadable or unsuitable file, or an action count that does not
-            match the game. environment.GameError: unknown game. OSError: ``target`` cannot be written.
+        torch7.LegacyError: unreadable or unsuitable file (``torch7.load_snapshot``), a frame
+            count beyond 2^53, or an action count that is not ``n_actions`` or the game's.
+            environment.GameError: unknown game. OSError: ``target`` cannot be written.
     """
     from .torch7 import LegacyError, load_snapshot, param_vector, params_state, read_t7, whole_number
 
@@ -48,7 +54,7 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
     vector = param_vector(data)
     if vector is not None:
         model = params_state(vector, source, n_actions, cuda_conv=cuda_conv)
-        _check_actions(source, model, game)
+        _check_actions(source, model, game)  # params_state checked n_actions
         hist_len = model["conv1.weight"].shape[1]
         history = {key: [] for key in HISTORY_FIELDS}
         history["time_history"] = [0.0]
@@ -59,14 +65,15 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         game = game or snap.game
         if not game:
             raise LegacyError(f"{source}: its arguments name no game (env); give one with --game")
-        _check_actions(source, snap.model, game)
+        _check_actions(source, snap.model, game, n_actions)
         model, best, history, steps = snap.model, snap.best_model, snap.history, snap.steps
         arguments = {**snap.arguments, "game": game}
         actrep = whole_number(arguments.get("actrep"), 1, source, "actrep")
         rewards = history["reward_history"]
         summary = (f"{game}, {steps} steps, {len(rewards)} evaluations"
                    + (f", best reward {max(rewards):g}" if rewards else ""))
-    save_history(target, game=game or "", steps=steps, frames=steps * actrep, history=history, model=model,
+    frames = whole_number(steps * actrep, 0, source, "frames (steps x actrep)")
+    save_history(target, game=game or "", steps=steps, frames=frames, history=history, model=model,
                  best_model=best, arguments=arguments, package_version=__version__,
                  attrs=dict(converted_from=source, source=SOURCE))
     return f"Converted {source} ({summary}) to {target}"
@@ -79,7 +86,8 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
 @click.option("--game", "-game", "-env", "game", help="ROM id: the game of a .params.t7 (its action count is "
               "checked), or instead of a snapshot's env")
 @click.option("--n-actions", "-n_actions", "n_actions", type=click.IntRange(1),
-              help="expected action count of a .params.t7 (else inferred from its length)")
+              help="expected action count: of a .params.t7 (else inferred from its length), or checked "
+              "against a snapshot's network")
 @click.option("--cuda-conv", "-cuda_conv", "cuda_conv", is_flag=True,
               help="the .params.t7 comes from DeepMind's GPU network (SpatialConvolutionCUDA weight order)")
 @click.option("--overwrite", is_flag=True, help="replace NEW.h5 if it exists")
@@ -90,7 +98,7 @@ def convert_command(source, target, game, n_actions, cuda_conv, overwrite):
     """
     from .torch7 import LegacyError
 
-    if not source.endswith(".t7"):
+    if not source.lower().endswith(".t7"):
         fail(f"{source}: not a .t7 file")
     refuse_to_replace(target, overwrite)
     try:
@@ -98,7 +106,7 @@ def convert_command(source, target, game, n_actions, cuda_conv, overwrite):
     except (LegacyError, GameError) as e:
         fail(str(e))
     except OSError as e:
-        fail(f"cannot write {target}: {os_reason(e)}")
+        fail(f"cannot write {target}: {os_reason(e)}", code=1)
 
 
 def main(args=None):

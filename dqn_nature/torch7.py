@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .config import OPTION_BY_NAME, field_type
-from .history import LUA_HISTORIES, HistoryError
+from .history import HISTORY_FIELDS, LUA_HISTORIES, HistoryError
 from .network import convnet_atari3
 
 # (kernel, stride, padding) of convnet_atari3's convolutions
@@ -24,6 +24,9 @@ CONV_SHAPES = {"conv1": (8, 4, 1), "conv2": (4, 2, 0), "conv3": (3, 1, 0)}
 _CONVS = {"nn.SpatialConvolution", "nn.SpatialConvolutionMM", "nn.SpatialConvolutionCUDA",
           "cudnn.SpatialConvolution"}
 _PASS_THROUGH = {"nn.Reshape", "nn.View", "nn.Transpose", "nn.Rectifier", "nn.ReLU", "cudnn.ReLU"}
+MAX_WHOLE = 2**53  # Lua numbers (doubles) hold every whole number up to it
+_EXPECTED = {str: "a string", int: "a whole number up to 2^53", float: "a number",
+             None: "a number, string, boolean or table"}
 
 
 class LegacyError(HistoryError):
@@ -35,8 +38,8 @@ def read_t7(path: str):
     """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii.
 
     Tables become dicts with ``str`` keys (lists when their keys are 1..n), strings
-    ``str``, numbers int when integral, tensors and storages numpy arrays (views of the
-    storage), other Torch classes ``TorchObject``.
+    ``str``, numbers int when whole and at most ``MAX_WHOLE`` in size (else float), tensors
+    and storages numpy arrays (views of the storage), other Torch classes ``TorchObject``.
 
     Raises:
         LegacyError: missing or unreadable file, or ``torchfile`` not installed for a binary one.
@@ -68,6 +71,8 @@ def _plain(obj, memo=None):
     memo = {} if memo is None else memo
     if isinstance(obj, bytes):
         return obj.decode("utf-8", "replace")
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        return _number(obj)
     if not isinstance(obj, (dict, list)) and not hasattr(obj, "torch_typename"):
         return obj
     if id(obj) in memo:
@@ -191,8 +196,10 @@ class _AsciiReader:
         return tensor
 
 
-def _number(x: float):
-    return int(x) if x.is_integer() else x
+def _number(x):
+    """A Lua number as int where it is whole and at most ``MAX_WHOLE`` in size, else as float."""
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) <= MAX_WHOLE else x
 
 
 def describe(obj) -> str:
@@ -210,7 +217,8 @@ def describe(obj) -> str:
         return f"a table with keys {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''}"
     if isinstance(obj, list):
         return f"a list of {len(obj)} values"
-    return f"a {type(obj).__name__} {obj!r:.40}"
+    name = type(obj).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} {obj!r:.40}"
 
 
 # -- networks --------------------------------------------------------------------------------
@@ -227,12 +235,16 @@ def network_state(model, where: str) -> dict:
         float32 tensors under ``ConvNetAtari3``'s names, checked to load into it.
 
     Raises:
-        LegacyError: other layers, other kernel/stride/padding, or shapes that do not fit.
+        LegacyError: no list of layers, other layers, other kernel/stride/padding, or shapes
+            that do not fit.
     """
     if not isinstance(model, TorchObject) or model.typename != "nn.Sequential":
         raise LegacyError(f"{where} is {describe(model)}, not the nn.Sequential of convnet_atari3")
+    modules = model.get("modules")
+    if not isinstance(modules, list):
+        raise LegacyError(f"{where}: its modules are {describe(modules)}, not a list of layers")
     convs, linears = [], []
-    for module in model.get("modules") or []:
+    for module in modules:
         name = getattr(module, "typename", type(module).__name__)
         if name in _CONVS:
             convs.append(module)
@@ -271,6 +283,9 @@ def _tensor(module: TorchObject, field: str, where: str) -> np.ndarray:
 
 def _checked(state: dict, where: str) -> dict:
     """``state`` after loading it into a ``convnet_atari3`` of its action count and history length."""
+    empty = next((key for key, value in state.items() if not value.numel()), None)
+    if empty:  # convnet_atari3 would be built with no actions or no input frames
+        raise LegacyError(f"{where} does not fit convnet_atari3 (its {empty} is empty)")
     try:
         net = convnet_atari3(state["fc2.weight"].shape[0], state["conv1.weight"].shape[1])
         net.load_state_dict(state)
@@ -339,24 +354,33 @@ def load_snapshot(path: str, data=None) -> Snapshot:
     when already read).
 
     Raises:
-        LegacyError: unreadable, not a snapshot (the message says what was found), or a
-            network that is not convnet_atari3.
+        LegacyError: unreadable, not a snapshot (the message says what was found), histories
+            that are not lists of numbers or not one entry per evaluation (``time_history``
+            one more), arguments of the wrong type, or a network that is not convnet_atari3.
     """
     data = read_t7(path) if data is None else data
     if not isinstance(data, dict) or not isinstance(data.get("model"), TorchObject):
         raise LegacyError(f"{path}: not a DQN 3.0 snapshot (a table with model, best_model, "
                           f"reward_history, arguments...); found {describe(data)}")
     lua_args = _lua_arguments(data)
-    arguments = convert_arguments(lua_args)
+    arguments = convert_arguments(lua_args, path)
     history = {key: _series(data.get(key), path, key) for key in LUA_HISTORIES}
+    n = len(history["reward_history"])  # train_agent.lua appends to each at every evaluation
+    uneven = [f"{key} has {len(history[key])}" for key in LUA_HISTORIES
+              if len(history[key]) != n + (key == "time_history")]
+    if uneven:
+        raise LegacyError(f"{path}: uneven histories: {', '.join(uneven)} entries for reward_history's {n} "
+                          "evaluations (train_agent.lua adds one to each per evaluation, time_history starting with 0)")
     agent_params = lua_args.get("agent_params") if isinstance(lua_args.get("agent_params"), dict) else {}
     eval_freq = whole_number(lua_args.get("eval_freq"), 10_000, path, "eval_freq")  # train_agent.lua's default
     learn_start = whole_number(agent_params.get("learn_start"), 0, path, "learn_start")  # NeuralQLearner's
     first = (learn_start // eval_freq + 1) * eval_freq
-    history["step_history"] = [first + i * eval_freq for i in range(len(history["reward_history"]))]
+    history["step_history"] = [first + i * eval_freq for i in range(n)]
+    last = whole_number(history["step_history"][-1] if n else 0, 0, path,
+                        "the last evaluation's step (from eval_freq and learn_start)")
     agent = data.get("agent")
-    steps = whole_number(agent.get("numSteps") if isinstance(agent, TorchObject) else None,
-                         history["step_history"][-1] if history["step_history"] else 0, path, "agent.numSteps")
+    steps = whole_number(agent.get("numSteps") if isinstance(agent, TorchObject) else None, last, path,
+                         "agent.numSteps")
     best = data.get("best_model")
     return Snapshot(model=network_state(data["model"], f"{path}: model"),
                     best_model=network_state(best, f"{path}: best_model") if best is not None else None,
@@ -367,32 +391,40 @@ def whole_number(value, default: int, path: str, what: str) -> int:
     """A Lua number that counts steps or frames as an int; ``default`` where it is nil, false or 0.
 
     Raises:
-        LegacyError: not a positive whole number (the message names ``path`` and ``what``).
+        LegacyError: not a whole number from 1 to ``MAX_WHOLE`` (the message names ``path`` and ``what``).
     """
-    if not value:
+    if value is None or value is False or type(value) is int and value == 0:
         return default
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() and value > 0:
-        return int(value)
-    raise LegacyError(f"{path}: {what} is {describe(value)}, not a whole number")
+    if type(value) is int and 0 < value <= MAX_WHOLE:
+        return value
+    raise LegacyError(f"{path}: {what} is {describe(value)}, not a whole number from 1 to 2^53")
 
 
 def _series(value, path: str, key: str) -> list:
-    """A Lua array of numbers as a list; holes (a table with missing indices) become NaN."""
+    """A Lua array of numbers as a list; holes (a table with missing indices) become NaN.
+
+    Raises:
+        LegacyError: not a list of numbers, or for the counts (``reward_counts``,
+            ``episode_counts``) of whole numbers from 0 (the message names the entry).
+    """
     if value is None:
         return []
-    if isinstance(value, dict):
-        if not all(isinstance(k, int) and k > 0 for k in value):
-            raise LegacyError(f"{path}: {key} is {describe(value)}, not a list of numbers")
-        return [value.get(i, float("nan")) for i in range(1, max(value, default=0) + 1)]
-    if isinstance(value, np.ndarray):
-        return value.reshape(-1).tolist()
+    if isinstance(value, dict) and all(type(k) is int and k > 0 for k in value):
+        value = [value.get(i) for i in range(1, max(value, default=0) + 1)]
+    elif isinstance(value, np.ndarray):
+        value = [_number(v) for v in value.reshape(-1).tolist()]
     if not isinstance(value, list):
         raise LegacyError(f"{path}: {key} is {describe(value)}, not a list of numbers")
-    return value
+    counts = HISTORY_FIELDS[key] is np.int64
+    for i, v in enumerate(value, 1):
+        if not (type(v) is int and v >= 0 if counts else v is None or type(v) in (int, float)):
+            raise LegacyError(f"{path}: {key}[{i}] is {describe(v)}, not "
+                              f"{'a whole number from 0' if counts else 'a number'}")
+    return [float("nan") if v is None else v for v in value]
 
 
-def convert_arguments(lua_args: dict) -> dict:
-    """The Lua ``arguments`` table under ``config`` names.
+def convert_arguments(lua_args: dict, path: str) -> dict:
+    """The Lua ``arguments`` table of the file ``path`` under ``config`` names.
 
     ``agent_params`` is flattened into it (the top-level options win, as they are what
     the Lua used); ``env`` becomes ``game``, ``pool_frms`` ``pool_type``/``pool_size``,
@@ -400,35 +432,51 @@ def convert_arguments(lua_args: dict) -> dict:
     values take their option's type, a Lua number for a boolean option meaning true
     (Lua's truthiness). Options without a counterpart are kept under their Lua names,
     nested tables as Lua table bodies.
+
+    Raises:
+        LegacyError: a key that is not a name, or a value of the wrong type (the message
+            names ``path`` and the option).
     """
     agent = lua_args.get("agent_params")
     merged = {**(agent if isinstance(agent, dict) else {}),
               **{k: v for k, v in lua_args.items() if k != "agent_params"}}
     if merged.get("network") == "convnet_atari3":  # the architecture, not a pretrained file
         del merged["network"]
+    if isinstance(merged.get("pool_frms"), dict):
+        pool = merged.pop("pool_frms")
+        merged.update(pool_type=pool.get("type"), pool_size=pool.get("size"))
     out = {}
     for key, value in merged.items():
-        if key == "pool_frms" and isinstance(value, dict):
-            out.update(pool_type=value.get("type"), pool_size=value.get("size"))
-            continue
+        if not isinstance(key, str):
+            raise LegacyError(f"{path}: arguments has {describe(key)} as a key, not an option name")
         if isinstance(value, (dict, list)):
             value = _lua_table(value)
         if isinstance(value, str) and not value:
             value = None
-        if key == "gpu" and isinstance(value, (int, float)):
-            value = int(value) - 1 if value >= 1 else -1
         f = OPTION_BY_NAME.get(key)
-        out[f.name if f else key] = _typed(f, value) if f else value
+        value = _typed(f, value, path, key)
+        if key == "gpu" and value is not None:
+            value = value - 1 if value >= 1 else -1
+        out[f.name if f else key] = value
     return out
 
 
-def _typed(f, value):
-    kind = field_type(f)
+def _typed(f, value, path: str, key: str):
+    """``value`` of the option ``f`` (None: one without a counterpart) as its type; for a
+    boolean option, all but nil and false are true (Lua's truthiness).
+
+    Raises:
+        LegacyError: a value of another type (for ``f`` None, a Torch object).
+    """
+    kind = field_type(f) if f else None
     if kind is bool:
         return value is not None and value is not False
-    if value is None or not isinstance(value, (int, float)) or kind not in (int, float):
-        return value
-    return kind(value)
+    number = type(value) in (int, float)
+    fits = {str: isinstance(value, str), int: type(value) is int, float: number,
+            None: number or isinstance(value, (str, bool))}[kind]
+    if value is not None and not fits:
+        raise LegacyError(f"{path}: {key} is {describe(value)}, not {_EXPECTED[kind]}")
+    return float(value) if kind is float and value is not None else value
 
 
 def _lua_table(value) -> str:
@@ -463,7 +511,8 @@ def load_t7_network(path: str, best: bool = False) -> tuple[dict, dict]:
     the snapshot's options under ``config`` names (``convert_arguments``; {} for a vector).
 
     Raises:
-        LegacyError: unreadable file, neither kind, no best_model, or not convnet_atari3.
+        LegacyError: unreadable file, neither kind, no best_model, not convnet_atari3, or
+            arguments of the wrong type.
     """
     data = read_t7(path)
     vector = param_vector(data)
@@ -476,4 +525,4 @@ def load_t7_network(path: str, best: bool = False) -> tuple[dict, dict]:
     which = "best_model" if best else "model"
     if data.get(which) is None:
         raise LegacyError(f"{path}: no {which} stored (best_model exists after an evaluation)")
-    return network_state(data[which], f"{path}: {which}"), convert_arguments(_lua_arguments(data))
+    return network_state(data[which], f"{path}: {which}"), convert_arguments(_lua_arguments(data), path)

@@ -1,5 +1,7 @@
 """DQN 3.0 ``.t7`` files: snapshots and ``.params.t7`` vectors, written byte by byte by
 ``t7writer`` (no Lua here), read back into convnet_atari3 and converted to ``.h5`` histories."""
+import resource
+import subprocess
 import sys
 
 import numpy as np
@@ -239,6 +241,13 @@ def test_other_networks_are_refused(tmp_path, weights):
     net.fields["modules"][1].fields.update(padW=0, padH=0)
     t7writer.save(tmp_path / "nopad.t7", snapshot(net))
     assert_bad_input(run(convert_main, tmp_path / "nopad.t7", tmp_path / "x.h5"), "padding (0, 0)")
+    net.fields["modules"] = 5
+    t7writer.save(tmp_path / "nolayers.t7", snapshot(net))
+    assert_bad_input(run(convert_main, tmp_path / "nolayers.t7", tmp_path / "x.h5"),
+                     "model: its modules are an int 5, not a list of layers")
+    net = t7writer.dqn_network({**weights, "fc2.weight": np.zeros((0, 512)), "fc2.bias": np.zeros(0)})
+    t7writer.save(tmp_path / "noactions.t7", snapshot(net))
+    assert_bad_input(run(convert_main, tmp_path / "noactions.t7", tmp_path / "x.h5"), "its fc2.weight is empty")
 
 
 def test_action_count_must_match_the_game(tmp_path, weights):
@@ -249,10 +258,67 @@ def test_action_count_must_match_the_game(tmp_path, weights):
     assert result.exit_code == 0 and load_history(str(tmp_path / "x.h5")).game == "pong"
 
 
-@pytest.mark.parametrize("key, value", [("eval_freq", "often"), ("actrep", "four")])
-def test_arguments_of_the_wrong_type(tmp_path, weights, key, value):
+def test_n_actions_must_match_a_snapshots_network(tmp_path, snapshot_path):
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "x.h5", "--n-actions", "4"),
+                     "its network has 6 actions but --n-actions is 4")
+    assert run(convert_main, snapshot_path, tmp_path / "x.h5", "--n-actions", "6").exit_code == 0
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("eval_freq", "often", "eval_freq is a str 'often', not a whole number"),
+    ("actrep", "four", "actrep is a str 'four', not a whole number"),
+    ("env", 5, "env is an int 5, not a string"),
+    ("eval_freq", 1e300, "eval_freq is a float 1e+300, not a whole number up to 2^53"),
+    ("actrep", float("nan"), "actrep is a float nan, not a whole number"),
+    ("gpu", "x", "gpu is a str 'x', not a whole number"),
+    ("lr", True, "lr is a bool True, not a number"),
+    ("extra", t7writer.Tensor(np.zeros(2)), "extra is a tensor of shape (2,), not a number, string, boolean or table"),
+    (5, 1, "arguments has an int 5 as a key, not an option name"),
+])
+def test_arguments_of_the_wrong_type(tmp_path, weights, key, value, message):
     t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments={**ARGUMENTS, key: value}))
-    assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), f"s.t7: {key} is ", "not a whole number")
+    assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), f"s.t7: {message}")
+
+
+def numsteps(n):
+    return t7writer.Module("dqn.NeuralQLearner", numSteps=n)
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(v_history=[[1, 2], [3], [4]]), "v_history[1] is a list of 2 values, not a number"),
+    (dict(reward_history=[-21, "x", -18]), "reward_history[2] is a str 'x', not a number"),
+    (dict(td_history=[True, False, True]), "td_history[1] is a bool True, not a number"),
+    (dict(reward_counts=[21, -1, 25]), "reward_counts[2] is an int -1, not a whole number from 0"),
+    (dict(episode_counts=[6, float("nan"), 5]), "episode_counts[2] is a float nan, not a whole number from 0"),
+    (dict(episode_counts={1: 6, 3: 5}), "episode_counts[2] is nothing, not a whole number from 0"),  # a hole
+    (dict(agent=numsteps(1e300)), "agent.numSteps is a float 1e+300, not a whole number from 1 to 2^53"),
+    (dict(agent=numsteps(2**53), arguments={**ARGUMENTS, "actrep": 2**11}), "frames (steps x actrep) is an int"),
+    (dict(arguments={**ARGUMENTS, "eval_freq": 2**52, "agent_params": {**AGENT_PARAMS, "learn_start": 2**53}}),
+     "the last evaluation's step (from eval_freq and learn_start) is an int"),
+])
+def test_snapshot_fields_of_the_wrong_type(tmp_path, weights, fields, message):
+    t7writer.save(tmp_path / "s.t7", {**snapshot(t7writer.dqn_network(weights)), **fields})
+    assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), f"s.t7: {message}")
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(v_history=[0.012, 0.11]), "v_history has 2 entries for reward_history's 3 evaluations"),
+    (dict(time_history=[101.5, 203.25, 305.0]), "time_history has 3 entries for reward_history's 3"),
+    (dict(td_history=None, qmax_history=[1, 1, 1, 1]), "td_history has 0, qmax_history has 4 entries"),
+])
+def test_uneven_histories_are_refused(tmp_path, weights, fields, message):
+    t7writer.save(tmp_path / "s.t7", {k: v for k, v in {**snapshot(t7writer.dqn_network(weights)), **fields}.items()
+                                      if v is not None})
+    assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"), f"s.t7: uneven histories: {message}")
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_a_snapshot_before_its_first_evaluation_converts(tmp_path, weights):
+    fresh = {**snapshot(t7writer.dqn_network(weights)), **{key: [] for key in HISTORIES}, "time_history": [0]}
+    t7writer.save(tmp_path / "s.t7", fresh)  # as train_agent.lua saves it: time_history[1] = 0
+    assert run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5").exit_code == 0
+    h = load_history(str(tmp_path / "x.h5"))
+    assert len(h.step_history) == 0 and list(h.time_history) == [0] and h.steps == 100000
 
 
 def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
@@ -260,8 +326,14 @@ def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
     with pytest.raises(HistoryError, match="expected a .h5 history or a DQN 3.0 .t7"):
         load_network(str(tmp_path / "net.txt"))
     assert_bad_input(run(convert_main, tmp_path / "net.txt", tmp_path / "x.h5"), "not a .t7 file")
+    (tmp_path / "RUN.T7").write_bytes(open(snapshot_path, "rb").read())
+    assert run(convert_main, tmp_path / "RUN.T7", tmp_path / "run.h5").exit_code == 0  # any case, as dqn-test
     assert_bad_input(run(convert_main, tmp_path / "none.t7", tmp_path / "x.h5"), "none.t7", "cannot read")
-    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "no" / "x.h5"), "cannot write")
+    assert_bad_input(run(convert_main, snapshot_path, tmp_path / "no" / "x.h5"), "cannot write", "no folder")
+    full = subprocess.run(["dqn-convert", snapshot_path, str(tmp_path / "full.h5")], capture_output=True, text=True,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192)))  # a full disk
+    assert (full.returncode, full.stderr) == (1, f"dqn-convert: error: cannot write {tmp_path / 'full.h5'}: "
+                                                 "File too large\n")  # 1: the write failed, 2: bad input
     assert_bad_input(run(convert_main, snapshot_path, tmp_path / "x.t7"), "name the output file <name>.h5")
     (tmp_path / "mine.h5").write_text("a user's file")
     assert_bad_input(run(convert_main, snapshot_path, tmp_path / "mine.h5"), "mine.h5 exists", "--overwrite")
