@@ -40,12 +40,18 @@ def creation_problem(folder: str) -> str | None:
 
 
 def refuse_to_replace(target: str, overwrite: bool):
-    """``fail`` (exit 2) unless the history ``target`` ends with ``.h5`` and, without
-    ``overwrite``, does not exist: a user's file is replaced only when asked."""
+    """``fail`` (exit 2) unless the history ``target`` ends with ``.h5``, can be written
+    (``files.unwritable``) and, without ``overwrite``, does not exist: a user's file is
+    replaced only when asked."""
+    from .files import unwritable  # files imports this module
+
     if not target.endswith(".h5"):
         fail(f"{target}: name the output file <name>.h5")
     if not overwrite and os.path.exists(target):
         fail(f"{target} exists; replace it with --overwrite, or choose another name")
+    problem = unwritable(target)
+    if problem:
+        fail(f"cannot write {target}: {problem}")
 
 
 def run_command(command: click.Command, args: list[str] | None = None):

@@ -5,6 +5,8 @@ import contextlib
 import csv
 import os
 
+from .console import creation_problem
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -23,6 +25,21 @@ def written_in_place(path: str) -> bool:
     counterpart."""
     return os.path.abspath(path).startswith(("/dev/", "/proc/")) or (
         os.path.exists(path) and not os.path.isfile(path))
+
+
+def unwritable(path: str) -> str | None:
+    """Why the output file ``path`` cannot be written, checked before the work that makes it
+    (a folder, no such folder, one where no file can be created: ``console.creation_problem``),
+    or None. No Lua counterpart."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return "it is a folder"
+    if os.path.exists(path) and written_in_place(path):
+        return None if os.access(path, os.W_OK) else "not writable"
+    if not os.path.isdir(folder):
+        return f"no folder {folder}"
+    problem = creation_problem(folder)
+    return problem and f"folder {folder}: {problem}"
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import click
 import numpy as np
 
 from .console import fail, os_reason, run_command
-from .files import atomic_path
+from .files import atomic_path, unwritable
 from .history import HistoryError, load_runs
 from .scores import reference
 
@@ -132,18 +132,22 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             share a seed.
 
     Raises:
-        PlotError: unknown output suffix, mixed games, bad reference CSV, or no run with an
-            evaluation. history.HistoryError: a path that is not a history.
+        PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``),
+            mixed games, bad reference CSV, or no run with an evaluation. history.HistoryError:
+            a path that is not a history.
         OSError: the figure cannot be written.
     """
     fmt = FORMATS.get(os.path.splitext(output)[1].lower())
     if fmt is None:
         raise PlotError(f"{output}: unknown figure type; use a .png, .svg or .pdf suffix")
+    problem = unwritable(output)
+    if problem:
+        raise PlotError(f"cannot write {output}: {problem}")
     run_sets = load_runs(paths, skip=lambda m: note(f"skipped {m}"))
     games = list(dict.fromkeys(s.game for s in run_sets))
     if len(games) > 1 and not allow_mixed:
         raise PlotError(f"the runs are of several games ({', '.join(games)}); pass --allow-mixed to plot them together")
-    curves = read_reference(reference_csv) if reference_csv else {}
+    curves = {} if reference_csv is None else read_reference(reference_csv)
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
         raise PlotError("no evaluation in any of the runs yet; nothing to plot")
     for s in run_sets:

@@ -29,7 +29,7 @@ def slim_command(source, target, networks, float32, overwrite):
     except HistoryError as e:
         fail(str(e))
     except OSError as e:
-        fail(f"cannot write {target}: {os_reason(e)}")
+        fail(f"cannot write {target}: {os_reason(e)}", code=1)
 
 
 def main(args=None):

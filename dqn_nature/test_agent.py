@@ -18,10 +18,10 @@ from typing import Iterator
 import click
 import numpy as np
 
-from .console import LuaCommand, StopRequest, creation_problem, fail, os_reason, run_command
+from .console import LuaCommand, StopRequest, fail, os_reason, run_command
 from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
 from .environment import GameEnvironment, GameError
-from .files import atomic_path, written_in_place
+from .files import atomic_path, unwritable, written_in_place
 from .history import HistoryError
 
 FPS = 60  # emulator frames per second of an NTSC Atari
@@ -202,19 +202,6 @@ def _action_name(action: int) -> str:
     return Action(action).name
 
 
-def _unwritable(path: str) -> str | None:
-    """Why ``path`` cannot be written, or None."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        return "it is a folder"
-    if os.path.exists(path) and written_in_place(path):
-        return None if os.access(path, os.W_OK) else "not writable"
-    if not os.path.isdir(folder):
-        return f"no folder {folder}"
-    problem = creation_problem(folder)
-    return problem and f"folder {folder}: {problem}"
-
-
 def _option(name: str, *aliases: str, **kwargs):
     """A click option spelled ``--gif-file`` and ``-gif_file`` (as ``test_agent.lua``)."""
     return click.option(f"--{name}", f"-{name.replace('-', '_')}", *aliases, name.replace("-", "_"), **kwargs)
@@ -309,7 +296,7 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     for option, path in (("--gif-file", gif_file), ("--video", video), ("--csv-file", csv_file)):
         if path is None:
             continue
-        problem = _unwritable(path) if path else "give a file name"
+        problem = unwritable(path) if path else "give a file name"
         if problem:
             fail(f"cannot write {option} {path}: {problem}")
         real = os.path.realpath(path)

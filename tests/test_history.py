@@ -104,9 +104,12 @@ def test_slim_command_errors(tmp_path):
     limited = subprocess.run(["dqn-slim", str(tmp_path / "run.h5"), str(tmp_path / "y.h5"), "--networks", "last"],
                              capture_output=True, text=True,
                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192)))
-    assert limited.returncode == 2
+    assert limited.returncode == 1  # the write failed; 2 is for bad input, such as an output with no folder
     assert limited.stderr == f"dqn-slim: error: cannot write {tmp_path / 'y.h5'}: File too large\n"
     assert sorted(os.listdir(tmp_path)) == ["run.h5", "x.h5"]
+    result = slim(tmp_path / "no" / "y.h5")
+    assert result.returncode == 2 and result.stderr == f"dqn-slim: error: cannot write {tmp_path / 'no' / 'y.h5'}: " \
+                                                       f"no folder {tmp_path / 'no'}\n"
     result = slim(tmp_path / "y.h5")  # the default keeps best_model, which this run has not made
     assert result.returncode == 2 and "run.h5 holds no best_model network" in result.stderr
     assert not (tmp_path / "y.h5").exists()

@@ -262,6 +262,10 @@ def test_plot_bad_input(tmp_path, capsys):
     bad_csv.write_text("game,run,frames,mean_return\npong,0,1000000," + "9" * 200_000 + "\n")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
                  "bad.csv: not a readable CSV file (field larger than field limit")
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", ""], capsys, "cannot read the reference")
+    expect_error(plot_main, [run, "-o", tmp_path / "no" / "g.png"], capsys, f"no folder {tmp_path / 'no'}")
+    (tmp_path / "dir.png").mkdir()
+    expect_error(plot_main, [run, "-o", tmp_path / "dir.png"], capsys, "dir.png: it is a folder")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--x", "hours"], capsys, "--x")
     expect_error(plot_main, [run], capsys, "--output")
     assert not (tmp_path / "g.png").exists() and not (tmp_path / "f.gif").exists()
