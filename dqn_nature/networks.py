@@ -41,7 +41,7 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
     if suffix == ".h5":
         history = load_history(path)
         return history.load_network("best_model" if best else "model").state_dict(), history.arguments
-    raise HistoryError(f"{path}: not a network file (expected a .h5 history or a DQN 3.0 .t7 file)")
+    raise HistoryError(f"{path}: not a network file (expected a .h5 history, a .params.h5 vector or a DQN 3.0 .t7 file)")
 
 
 def network_misfit(state: dict, game: str, n_actions: int, in_channels: int | None = None) -> str | None:

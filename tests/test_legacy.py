@@ -323,7 +323,7 @@ def test_a_snapshot_before_its_first_evaluation_converts(tmp_path, weights):
 
 def test_file_kinds_and_output_paths(tmp_path, snapshot_path):
     (tmp_path / "net.txt").write_text("x")
-    with pytest.raises(HistoryError, match="expected a .h5 history or a DQN 3.0 .t7"):
+    with pytest.raises(HistoryError, match="expected a .h5 history, a .params.h5 vector or a DQN 3.0 .t7"):
         load_network(str(tmp_path / "net.txt"))
     assert_bad_input(run(convert_main, tmp_path / "net.txt", tmp_path / "x.h5"), "not a .t7 file")
     (tmp_path / "RUN.T7").write_bytes(open(snapshot_path, "rb").read())
