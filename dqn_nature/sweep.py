@@ -392,8 +392,9 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
 
     Running the same command again skips finished runs and restarts the others (from their
     checkpoint). Ctrl-C or SIGTERM cancels the runs, which leave their last history and
-    checkpoint. Exit status: 0 if every run finished, 1 if one failed, 2 for bad options, an
-    unknown game or no reachable Ray, 130 after Ctrl-C, 143 after SIGTERM.
+    checkpoint. Exit status: 0 if every run finished, 1 if one failed or sweep.json could not be
+    written, 2 for bad options, an unknown game or no reachable Ray, 130 after Ctrl-C, 143 after
+    SIGTERM.
     """
     from .config import ConfigError, default_name
     from .environment import GameError, rom_path
@@ -459,7 +460,19 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     try:
         write_record(record_path, arguments, runs, started, None)
     except OSError as e:
-        fail(f"cannot write {record_path}: {os_reason(e)}")
+        fail(f"cannot write {record_path}: {os_reason(e)}", code=1)
+
+    def save(finished: str | None = None) -> bool:
+        """Write sweep.json again; where that fails (a full disk), warn and return False: the
+        runs are not stopped for their record."""
+        try:
+            write_record(record_path, arguments, runs, started, finished)
+        except OSError as e:
+            click.echo(f"dqn-sweep: warning: cannot write {record_path}: {os_reason(e)} (the runs are unaffected; "
+                       "the same command run again rewrites it)", err=True)
+            return False
+        return True
+
     if ray:
         def interrupt(signum, frame):
             stop.append(signum)
@@ -471,13 +484,14 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             signal.signal(signum, interrupt)
         try:
             interrupted = _run_all(ray, todo, table, forwarded, max_concurrent or len(todo), cpus_per_run,
-                                   gpus_per_run, lambda: write_record(record_path, arguments, runs, started, None))
+                                   gpus_per_run, save)
         finally:
             ray.shutdown()
     table.show(final=True)
-    write_record(record_path, arguments, runs, started, _now())
+    recorded = save(_now())
     _summary(runs, out, table)
-    sys.exit(128 + stop[0] if interrupted else 0 if all(r.state in ("finished", "skipped") for r in runs) else 1)
+    sys.exit(128 + stop[0] if interrupted else
+             0 if recorded and all(r.state in ("finished", "skipped") for r in runs) else 1)
 
 
 def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concurrent: int, cpus: float,

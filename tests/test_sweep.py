@@ -73,6 +73,42 @@ def test_a_cluster_may_hold_roms_that_this_machine_lacks(tmp_path, monkeypatch):
     assert result.output.endswith("error: cannot start or reach Ray at auto: reached\n")
 
 
+def test_a_record_that_cannot_be_written_does_not_stop_the_runs(tmp_path, monkeypatch):
+    """sweep.json written at the start, then on a full disk: each later write warns, the runs
+    go on, and the sweep ends with its summary and exit status 1 (not a traceback)."""
+    class Cluster:
+        def cluster_resources(self):
+            return {"CPU": 2}
+
+        def shutdown(self):
+            pass
+
+    def run_all(ray, todo, table, forwarded, max_concurrent, cpus, gpus, save):
+        for run in todo:
+            run.state = "finished"
+            assert not save()  # as _run_all saves after each change of state
+        return False
+
+    def write_record(*args):
+        if os.path.exists(tmp_path / "sweep.json"):
+            raise OSError(28, "No space left on device")
+        real_write_record(*args)
+
+    real_write_record = sweep.write_record
+    monkeypatch.setattr(sweep, "write_record", write_record)
+    monkeypatch.setattr(sweep, "start_ray", lambda address: Cluster())
+    monkeypatch.setattr(sweep, "_run_all", run_all)
+    monkeypatch.setattr(sweep.signal, "signal", lambda *args: None)  # keep pytest's handlers
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--seeds", "1-2", "--out", str(tmp_path),
+                                                      *TINY])
+    assert result.exit_code == 1, result.output
+    warning = (f"dqn-sweep: warning: cannot write {tmp_path / 'sweep.json'}: No space left on device (the runs are "
+               "unaffected; the same command run again rewrites it)")
+    assert result.stderr.splitlines() == [warning] * 3  # after each of the two runs, and at the end
+    assert "Sweep: 2 finished (00:00) of 2 runs" in result.stdout
+    assert json.loads((tmp_path / "sweep.json").read_text())["finished"] is None  # the first write stays
+
+
 def test_lua_spelled_options_pass_through():
     forwarded, config = sweep.train_arguments(["-eval_freq", "700", "-hist_len", "2", "--steps=900"], "pong",
                                              None, 2, 0)
