@@ -59,7 +59,8 @@ class Config:
     gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU", resume=True)
     verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms", resume=True)
     precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast or, on CUDA, tf32 (neither bit-faithful; "
-                            "bf16 is slower than fp32 on CPUs without AMX)", choices=("fp32", "bf16", "tf32"))
+                            "bf16 is emulated, 5x slower, on CPUs with neither AMX nor AVX-512 BF16)",
+                            choices=("fp32", "bf16", "tf32"))
     checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",
                                                    resume=True)
     checkpoint_replay: bool = option(False, "include the replay memory in checkpoints (exact resume)",

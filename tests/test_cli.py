@@ -427,7 +427,7 @@ def test_a_run_too_short_to_learn_or_evaluate_is_warned(tmp_path, steps, learn_s
 
 @pytest.mark.parametrize("cpu, expected", [
     ({"architecture": "x86_64", "amx_tile": True, "avx512_bf16": True}, None),
-    ({"architecture": "x86_64", "amx_tile": False, "avx512_bf16": True}, "no AMX: --precision bf16 is slower"),
+    ({"architecture": "x86_64", "amx_tile": False, "avx512_bf16": True}, None),  # faster on a Zen 4, slower elsewhere
     ({"architecture": "x86_64", "amx_tile": False, "avx512_bf16": False}, "emulated, about 5 times slower"),
     ({"architecture": "aarch64"}, None),
 ])
