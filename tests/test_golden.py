@@ -3,8 +3,8 @@
 - A short fixed-seed float32 CPU run gives the same histories and network weights, bit for
   bit, as the golden records ``tests/data/golden_pong.json`` made before the optimisations
   (commit b03937e). Floating-point results depend on the torch build, the CPU's vector unit
-  and the thread count, so the run uses one thread, the file holds one record per platform
-  and the test is skipped on a platform it lacks. To add this platform's record (or replace
+  and vendor and the thread count, so the run uses one thread, the file holds one record per
+  platform and the test is skipped on a platform it lacks. To add this platform's record (or replace
   it), run this file with the package of a commit whose results are trusted::
 
       git worktree add /tmp/trusted b03937e
@@ -39,10 +39,20 @@ RUN = dict(game="pong", steps=1100, learn_start=600, replay_memory=2000, eval_fr
            target_q=50, ep_endt=250, seed=3, threads=1)
 
 
+def cpu_vendor() -> str:
+    """/proc/cpuinfo's ``vendor_id`` ("GenuineIntel", "AuthenticAMD"), or "" without it: with
+    the same vector unit, MKL and oneDNN still compute in another order on another vendor's CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), "")
+    except OSError:
+        return ""
+
+
 def platform_signature() -> dict:
     """What the float32 results depend on besides the code."""
     return dict(torch=torch.__version__, numpy=np.__version__, machine=platform.machine(),
-                cpu_capability=torch.backends.cpu.get_cpu_capability())
+                cpu_capability=torch.backends.cpu.get_cpu_capability(), vendor=cpu_vendor())
 
 
 def weights_sha256(state_dict) -> str:
