@@ -160,6 +160,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    eng = matplotlib.ticker.EngFormatter(sep="")  # 250k, 1M: millions of frames fit
 
     # Names are plain text: a "$" in a file or game name does not start mathtext.
     with matplotlib.rc_context({"text.parse_math": False}):
@@ -202,6 +203,10 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
                 frames, low, high = curves[game]
                 ref_x = {"frames": frames, "steps": frames / actrep, "epochs": frames / NATURE_FRAMES_PER_EPOCH}[x]
                 n = np.searchsorted(ref_x, x_max) + 1  # up to the first point at or after the runs' end
+                if n < 2:  # a band of one point is invisible, yet it would have a legend entry
+                    note(f"{reference_csv}: the {game} curves start at {eng(ref_x[0])} {x}, past the runs' end; "
+                         "not drawn")
+                    continue
                 ax_score.fill_between(ref_x[:n], low[:n], high[:n], color="grey", alpha=0.35, linewidth=0,
                                       label=f"{os.path.basename(reference_csv)}{suffix}")
         ax_score.set(xlabel=X_LABELS[x], ylabel="Average score per episode", title="Average score per episode")
@@ -210,7 +215,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         for ax in (ax_score, ax_value):
             if ax.get_legend_handles_labels()[0]:  # a panel can be empty: no score, no value, no reference
                 ax.legend(fontsize="small")
-            ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(sep=""))  # 250k, 1M: millions of frames fit
+            ax.xaxis.set_major_formatter(eng)
         fig.suptitle(", ".join(games))
         with atomic_path(output) as tmp:
             fig.savefig(tmp, format=fmt, dpi=dpi)

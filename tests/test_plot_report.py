@@ -195,6 +195,19 @@ def test_plot_reference_overlay(tmp_path, capsys):
     assert count_colour(overlay, REFERENCE_GREY) - count_colour(plain, REFERENCE_GREY) > 3000
 
 
+def test_plot_leaves_out_reference_curves_that_start_past_the_runs_end(tmp_path, capsys):
+    ref = tmp_path / "curves.csv"  # as Dopamine's: the first point after 1M frames
+    ref.write_text("game,run,frames,mean_return\n" + "".join(
+        f"pong,{r},{f * 1_000_000},{-21 + f + r}\n" for r in range(2) for f in range(1, 4)))
+    run = synthetic(tmp_path / "run.h5", [-21.0, -20.0], first_step=1000, eval_freq=1000)  # 8,000 frames
+    run_cli(plot_main, [run, "-o", tmp_path / "plain.png"], capsys)
+    code, _, err = run_cli(plot_main, [run, "-o", tmp_path / "f.png", "--reference", ref], capsys)
+    assert code == 0
+    assert err == f"dqn-plot: note: {ref}: the pong curves start at 1M frames, past the runs' end; not drawn\n"
+    # Neither a band nor its legend entry: the figure is the plain one.
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "f.png")), np.asarray(Image.open(tmp_path / "plain.png")))
+
+
 def test_plot_reads_a_reference_csv_with_a_byte_order_mark(tmp_path, capsys):
     ref = tmp_path / "excel.csv"  # Excel's "CSV UTF-8" starts with a byte-order mark
     rows = "".join(f"pong,{r},{frames},{-21 + 5 * r}\n" for r in (0, 1) for frames in (0, 4_000_000))
