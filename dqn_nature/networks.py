@@ -23,8 +23,8 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): another suffix, a missing
-            or unreadable file, no such network or one that is not ``convnet_atari3``, or
-            ``torchfile`` not installed.
+            or unreadable file, a checkpoint, no such network or one that is not
+            ``convnet_atari3``, or ``torchfile`` not installed.
     """
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".t7":
@@ -41,6 +41,9 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
     if suffix == ".h5":
         history = load_history(path)
         return history.load_network("best_model" if best else "model").state_dict(), history.arguments
+    if suffix == ".ckpt":
+        raise HistoryError(f"{path} is a checkpoint, for dqn-train --resume; its run's networks are in the history "
+                           f"written beside it, {path[:-5]}.h5")
     raise HistoryError(f"{path}: not a network file (expected a .h5 history, a .params.h5 vector or a DQN 3.0 .t7 file)")
 
 

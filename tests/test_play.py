@@ -211,6 +211,9 @@ def test_bad_input(tmp_path, networks, weights, monkeypatch):
     assert_bad_input(dqn_test("-env", "breakout", "-network", t7), "6 actions", "breakout has 4")
     (tmp_path / "net.txt").write_text("x")
     assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "net.txt"), "expected a .h5 history")
+    assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "run.ckpt"),
+                     f"{tmp_path / 'run.ckpt'} is a checkpoint, for dqn-train --resume; its run's networks are in the "
+                     f"history written beside it, {tmp_path / 'run.h5'}")
     assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "none.h5"), "no such file")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--best"), "no best_model")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "no" / "x.gif"),
