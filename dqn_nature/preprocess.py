@@ -1,6 +1,7 @@
 """Screen preprocessing ``net_downsample_2x_full_y`` (ports ``Scale.lua`` and Torch7 ``image.scale``).
 
-RGB screen in [0, 1] -> luminance -> 84x84 area-averaged downscale -> 7056 values.
+RGB screen in [0, 1] -> luminance -> 84x84 area-averaged downscale -> 7056 values, in Torch7's
+float32 arithmetic, so that the stored bytes are the original's.
 """
 from __future__ import annotations
 
@@ -9,32 +10,66 @@ from functools import lru_cache
 import numpy as np
 
 OUT_SIZE = 84
-LUMINANCE = np.array([0.299, 0.587, 0.114], np.float32)
+LUMINANCE = (np.float32(0.299), np.float32(0.587), np.float32(0.114))
 
 
 @lru_cache(maxsize=None)
-def area_weights(n_in: int, n_out: int) -> np.ndarray:
-    """Weights (n_out, n_in) float32 of Torch7's shrinking ``image.scale``: each output cell
-    averages the source cells it covers, partly covered end cells weighted by their covered
-    fraction. Rows sum to 1.
+def shrink_plan(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How Torch7's ``image.scale`` shrinks a line of ``n_in`` cells to ``n_out`` (the shrink
+    branch of ``Main_scaleLinear_rowcol``): each output cell averages the source cells it
+    covers, the partly covered end cells weighted by their covered fraction. The cell bounds
+    are float32 multiples of float32 ``n_in / n_out``, so a weight can differ from the exact
+    fraction (1.5e-6 at 160 -> 84: source 158 weighs 0.0500036 in output 82, not 0.05).
+
+    Returns:
+        ``(index, weight, count)``: int64 and float32 (K, n_out), the source cell and weight of
+        each output cell's k-th term (weight 0 past its last term), and float32 (n_out,) the sum
+        of its weights as the C code adds them. An output cell is ``sum_k weight[k] src[index[k]]``,
+        added in order of k in float32, divided by ``count``.
 
     Raises:
-        ValueError: when ``n_out > n_in`` (only shrinking is area averaging).
+        ValueError: ``n_out > n_in`` (only shrinking averages areas).
     """
     if n_out > n_in:
-        raise ValueError(f"area weights only shrink: {n_in} -> {n_out}")
-    scale = n_in / n_out
-    w = np.zeros((n_out, n_in), np.float64)
+        raise ValueError(f"area averaging only shrinks: {n_in} -> {n_out}")
+    f32, one = np.float32, np.float32(1)
+    scale = f32(n_in) / f32(n_out)
+    terms, counts = [], []
+    first, first_frac = 0, f32(0)
     for i in range(n_out):
-        lo, hi = i * scale, (i + 1) * scale
-        for j in range(int(np.floor(lo)), int(np.ceil(hi))):
-            w[i, j] = min(hi, j + 1) - max(lo, j)
-    return (w / scale).astype(np.float32)
+        end = f32(i + 1) * scale
+        last = int(end)
+        last_frac = end - f32(last)
+        cell = [(first, one - first_frac)] + [(j, one) for j in range(first + 1, last)]
+        if last < n_in:
+            cell.append((last, last_frac))
+        count = f32(0)
+        for _, w in cell:  # n = 1 - frac; n += 1 ...; n += last_frac, in float32
+            count = w if not count else count + w
+        terms.append(cell)
+        counts.append(count)
+        first, first_frac = last, last_frac
+    k = max(map(len, terms))
+    index, weight = np.zeros((k, n_out), np.int64), np.zeros((k, n_out), np.float32)
+    for i, cell in enumerate(terms):
+        for t, (j, w) in enumerate(cell):
+            index[t, i], weight[t, i] = j, w
+    return index, weight, np.array(counts, np.float32)
+
+
+def _shrink_rows(y: np.ndarray, n_out: int) -> np.ndarray:
+    """Shrink each row of float32 (H, W) to (H, n_out) as ``shrink_plan`` says."""
+    index, weight, count = shrink_plan(y.shape[1], n_out)
+    acc = weight[0] * y[:, index[0]]
+    for k in range(1, len(index)):
+        acc += weight[k] * y[:, index[k]]  # a zero weight adds +0: acc is unchanged
+    return acc / count
 
 
 def scale_y(screen: np.ndarray) -> np.ndarray:
     """Preprocess one pooled screen (``net_downsample_2x_full_y``: ``nn.Scale``'s forward,
-    ``image.rgb2y`` then ``image.scale`` to 84x84, whose shrink averages areas).
+    ``image.rgb2y`` then ``image.scale`` to 84x84, rows first, then columns), bit for bit
+    as Torch7 computes it in float32.
 
     Args:
         screen: float32 (H, W, 3) RGB in [0, 1], normally (210, 160, 3).
@@ -42,10 +77,11 @@ def scale_y(screen: np.ndarray) -> np.ndarray:
     Returns:
         float32 (84 * 84,) = (7056,) luminance in [0, 1], row-major.
     """
-    y = screen @ LUMINANCE
-    h, w = y.shape
-    out = area_weights(h, OUT_SIZE) @ y @ area_weights(w, OUT_SIZE).T
-    return np.clip(out, 0.0, 1.0, out=out).reshape(-1)
+    r, g, b = LUMINANCE
+    y = r * screen[..., 0]
+    y += g * screen[..., 1]
+    y += b * screen[..., 2]
+    return _shrink_rows(_shrink_rows(y, OUT_SIZE).T, OUT_SIZE).T.reshape(-1)
 
 
 def to_bytes(state: np.ndarray) -> np.ndarray:

@@ -2,12 +2,14 @@
 
 - A short fixed-seed float32 CPU run gives the same histories and network weights, bit for
   bit, as the golden records ``tests/data/golden_pong.json`` made before the optimisations
-  (commit b03937e). Floating-point results depend on the torch build, the CPU's vector unit
-  and vendor and the thread count, so the run uses one thread, the file holds one record per
-  platform and the test is skipped on a platform it lacks. To add this platform's record (or replace
-  it), run this file with the package of a commit whose results are trusted::
+  (commit b03937e, with this checkout's ``preprocess.py``: Torch7's float32 downscale came
+  later and changed every run's input bytes). Floating-point results depend on the torch
+  build, the CPU's vector unit and vendor and the thread count, so the run uses one thread,
+  the file holds one record per platform and the test is skipped on a platform it lacks. To
+  add this platform's record (or replace it), run this file with that package::
 
       git worktree add /tmp/trusted b03937e
+      cp dqn_nature/preprocess.py /tmp/trusted/dqn_nature/
       cd /tmp/trusted && PYTHONPATH=. python /path/to/this/checkout/tests/test_golden.py
 - Vectorised replay sampling draws the same transitions, with the same random-number use,
   as ``sample_one`` one at a time.
