@@ -24,7 +24,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         lr: learning rate, per parameter group (the agent anneals it).
         decay: 0.95 in DQN 3.0; momentum terms use ``1 - decay``.
         eps: 0.01 in DQN 3.0, added under the square root.
-        wc: weight cost; ``dw -= wc * w`` before the update (0 in DQN 3.0).
+        wc: weight cost; ``dw -= wc * w``, in ``p.grad``, before the update (0 in DQN 3.0).
 
     Raises:
         ValueError: a negative learning rate.
@@ -65,8 +65,8 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                 if p.grad is None:
                     continue
                 dw = p.grad
-                if wc:
-                    dw = dw.add(p, alpha=-wc)
+                if wc:  # in place, as the Lua's dw:add(-wc, w): report() prints the gradient used
+                    dw.add_(p, alpha=-wc)
                 state = self.state[p]
                 if not state:
                     state["g"] = torch.zeros_like(p)

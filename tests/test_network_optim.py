@@ -77,6 +77,7 @@ def test_rmsprop_weight_cost():
     # dw = grad - wc * w = [-0.4, 1.1]
     expected = [1 - 0.04 / math.sqrt(0.008 - 0.0004 + 0.01), -2 + 0.11 / math.sqrt(0.0605 - 0.003025 + 0.01)]
     torch.testing.assert_close(w.detach(), torch.tensor(expected, dtype=torch.float64))
+    torch.testing.assert_close(w.grad, torch.tensor([-0.4, 1.1], dtype=torch.float64))  # the Lua's dw, in place
 
 
 def test_rmsprop_skips_parameters_without_gradient():
