@@ -9,6 +9,7 @@ human scores and external curves (``--reference``) can be drawn for comparison.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import textwrap
 
@@ -160,7 +161,11 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    eng = matplotlib.ticker.EngFormatter(sep="")  # 250k, 1M: millions of frames fit
+    # Frames and steps as 250k or 1M; epochs as plain numbers (an engineering 250m reads as millions).
+    eng = matplotlib.ticker.EngFormatter(sep="")
+
+    def x_text(value: float) -> str:
+        return f"{value:g}" if x == "epochs" else eng(value)
 
     # Names are plain text: a "$" in a file or game name does not start mathtext.
     with matplotlib.rc_context({"text.parse_math": False}):
@@ -204,7 +209,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
                 ref_x = {"frames": frames, "steps": frames / actrep, "epochs": frames / NATURE_FRAMES_PER_EPOCH}[x]
                 n = np.searchsorted(ref_x, x_max) + 1  # up to the first point at or after the runs' end
                 if n < 2:  # a band of one point is invisible, yet it would have a legend entry
-                    note(f"{reference_csv}: the {game} curves start at {eng(ref_x[0])} {x}, past the runs' end; "
+                    note(f"{reference_csv}: the {game} curves start at {x_text(ref_x[0])} {x}, past the runs' end; "
                          "not drawn")
                     continue
                 ax_score.fill_between(ref_x[:n], low[:n], high[:n], color="grey", alpha=0.35, linewidth=0,
@@ -215,11 +220,14 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         for ax in (ax_score, ax_value):
             if ax.get_legend_handles_labels()[0]:  # a panel can be empty: no score, no value, no reference
                 ax.legend(fontsize="small")
-            ax.xaxis.set_major_formatter(eng)
+            if x != "epochs":
+                ax.xaxis.set_major_formatter(eng)
         fig.suptitle(", ".join(games))
-        with atomic_path(output) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi)
+        image = io.BytesIO()  # drawn in memory: a full disk then fails our write, not matplotlib's PDF writer
+        fig.savefig(image, format=fmt, dpi=dpi)
         plt.close(fig)
+    with atomic_path(output) as tmp, open(tmp, "wb") as fh:
+        fh.write(image.getbuffer())
 
 
 @click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))

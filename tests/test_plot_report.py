@@ -2,6 +2,7 @@
 import csv
 import json
 import re
+import resource
 import subprocess
 import warnings
 from pathlib import Path
@@ -206,6 +207,30 @@ def test_plot_leaves_out_reference_curves_that_start_past_the_runs_end(tmp_path,
     assert err == f"dqn-plot: note: {ref}: the pong curves start at 1M frames, past the runs' end; not drawn\n"
     # Neither a band nor its legend entry: the figure is the plain one.
     assert np.array_equal(np.asarray(Image.open(tmp_path / "f.png")), np.asarray(Image.open(tmp_path / "plain.png")))
+
+
+def test_plot_labels_fractions_of_an_epoch_as_plain_numbers(tmp_path, capsys, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    drawn = []
+    monkeypatch.setattr(plt, "close", drawn.append)
+    run = synthetic(tmp_path / "run.h5", [-21.0, -20.0, -19.0])  # 0, 0.25 and 0.5 epochs
+    assert run_cli(plot_main, [run, "-o", tmp_path / "e.png", "--x", "epochs"], capsys)[0] == 0
+    (figure,) = drawn
+    labels = [t.get_text().replace("\N{MINUS SIGN}", "-") for t in figure.axes[0].get_xticklabels()]
+    assert "0.2" in labels and all(float(label) < 1 for label in labels)  # not "200m", read as millions
+    plt.close(figure)
+
+
+def test_plot_write_failure_is_one_line_and_keeps_the_previous_file(tmp_path):
+    run = synthetic(tmp_path / "run.h5", list(np.linspace(-21, 0, 20)))
+    for suffix in (".pdf", ".png"):  # matplotlib's PDF writer failed with a traceback of its own
+        figure = tmp_path / f"fig{suffix}"
+        figure.write_bytes(b"the previous figure")
+        full = subprocess.run(["dqn-plot", run, "-o", figure], capture_output=True, text=True,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)))  # a full disk
+        assert (full.returncode, full.stderr) == (1, f"dqn-plot: error: cannot write {figure}: File too large\n")
+        assert figure.read_bytes() == b"the previous figure"
 
 
 def test_plot_reads_a_reference_csv_with_a_byte_order_mark(tmp_path, capsys):
