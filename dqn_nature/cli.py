@@ -9,6 +9,7 @@ import contextlib
 import glob
 import importlib.util
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -199,8 +200,15 @@ def run_lock(name: str):
 
 def resume_path(name: str) -> str:
     """The checkpoint of ``--resume``: a ``.ckpt`` path, or the run's name or ``.h5`` history,
-    from which the run's ``.ckpt`` is named."""
-    return name if name.endswith(".ckpt") else name.removesuffix(".h5") + ".ckpt"
+    from which the run's ``.ckpt`` is named (``<name>.ckpt`` for a save_versions history
+    ``<name>_<k>.h5``)."""
+    if name.endswith(".ckpt"):
+        return name
+    base = name.removesuffix(".h5")
+    versioned = re.fullmatch(r"(.+)_\d+", base) if name.endswith(".h5") else None
+    if versioned and not os.path.exists(base + ".ckpt") and os.path.exists(versioned[1] + ".ckpt"):
+        return versioned[1] + ".ckpt"
+    return base + ".ckpt"
 
 
 @click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
@@ -232,7 +240,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         if resume:
             checkpoint = resume_path(resume)
             arguments, step = read_header(checkpoint)
-            config = resume_config(arguments, changes)
+            # The run goes on beside its checkpoint, wherever it was moved or resumed from.
+            config = resume_config(arguments, {"name": checkpoint.removesuffix(".ckpt"), **changes})
             if config.steps <= step:
                 raise ConfigError(f"{checkpoint} is at step {step} and --steps is {config.steps}: nothing to "
                                   f"train; give a larger --steps to continue")
@@ -246,8 +255,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
                 raise ConfigError(f"{existing} exists, from another run than {checkpoint}: replace it with "
                                   "--overwrite, or choose another --name")
             if existing:
-                raise ConfigError(f"{existing} exists, from an earlier run: continue it with --resume {config.name}, "
-                                  "replace it with --overwrite, or choose another --name")
+                resumable = f"continue it with --resume {config.name}, " if os.path.isfile(config.name + ".ckpt") else ""
+                raise ConfigError(f"{existing} exists, from an earlier run: {resumable}replace it with --overwrite, "
+                                  "or choose another --name")
         check_resources(config)
     except (ConfigError, GameError, CheckpointError) as e:
         fail(str(e))
@@ -279,7 +289,7 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
 
     try:
         # Built and restored first, so that a bad --network or checkpoint fails before the listing.
-        trainer = training.Trainer(config, gpu)
+        trainer = training.Trainer(config, gpu, pretrained=not checkpoint)
         replay = checkpoint and restore_checkpoint(checkpoint, trainer)
         if config.verbose >= 1:
             click.echo("Arguments:")

@@ -34,7 +34,8 @@ class Config:
     # -- train_agent.lua options -------------------------------------------------------
     game: typing.Optional[str] = option(None, "ale-py ROM id of the game (pong, breakout, ...)", lua="env",
                                  aliases=("--env",))
-    game_path: typing.Optional[str] = option(None, "folder of <game>.bin ROMs that takes precedence over ale-py's")
+    game_path: typing.Optional[str] = option(None, "folder of <game>.bin ROMs that takes precedence over ale-py's",
+                                             resume=True)
     framework: str = option("alewrap", "environment framework (only alewrap)", choices=("alewrap",))
     env_params: str = option("useRGB=true", "environment parameters, a Lua table body (only useRGB=true)")
     agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))

@@ -78,13 +78,15 @@ class Trainer:
     Args:
         config: resolved options.
         device_gpu: CUDA device to train on, -1 for the CPU (already checked for CUDA).
+        pretrained: start from ``config.network``; False for a run that a checkpoint's
+            networks will restore (the file may be gone by then).
 
     Raises:
         environment.GameError: unknown game or missing ROM.
         history.HistoryError: ``config.network`` is unreadable or does not fit the game.
     """
 
-    def __init__(self, config: Config, device_gpu: int = -1):
+    def __init__(self, config: Config, device_gpu: int = -1, pretrained: bool = True):
         self.config = config
         torch.manual_seed(config.seed)
         self.threads = set_threads(config.threads)
@@ -93,7 +95,7 @@ class Trainer:
         self.actions = self.env.get_actions()
         self.agent = NeuralQLearner(self.actions, gpu=device_gpu, precision=config.precision,
                                     seed=config.seed, **config.agent_params())
-        if config.network:
+        if config.network and pretrained:
             self.load_network(config.network, config.best)
         self.history = {key: [] for key in HISTORY_FIELDS}
         self.history["time_history"].append(0.0)

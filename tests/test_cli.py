@@ -193,8 +193,9 @@ def test_an_earlier_run_is_kept_unless_overwrite(tmp_path, monkeypatch, earlier,
     (tmp_path / earlier).write_bytes(b"an earlier run")
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", *args])
     assert result.exit_code == 2
-    assert result.stderr.endswith(f"error: {earlier} exists, from an earlier run: continue it with --resume run, "
-                                  "replace it with --overwrite, or choose another --name\n")
+    resumable = "continue it with --resume run, " if earlier == "run.ckpt" else ""  # only a checkpoint resumes
+    assert result.stderr.endswith(f"error: {earlier} exists, from an earlier run: {resumable}replace it with "
+                                  "--overwrite, or choose another --name\n")
     assert files_under(tmp_path) == [earlier] and (tmp_path / earlier).read_bytes() == b"an earlier run"
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", *args, "--overwrite"])
     assert result.exit_code == 0, result.output
@@ -340,8 +341,14 @@ def test_bad_input(tmp_path, monkeypatch, args, named):
     assert files_under(tmp_path) == ["afile", "emptyroms"]
 
 
-def test_resume_takes_a_checkpoint_a_run_name_or_its_history():
+def test_resume_takes_a_checkpoint_a_run_name_or_its_history(tmp_path, monkeypatch):
     assert {resume_path(p) for p in ("runs/a", "runs/a.ckpt", "runs/a.h5")} == {"runs/a.ckpt"}
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.ckpt").write_bytes(b"")  # a --save-versions run: run_1.h5, run_2.h5 ... and run.ckpt
+    assert resume_path("run_2.h5") == "run.ckpt"
+    assert [resume_path(p) for p in ("run_2", "run_x.h5", "run2.h5")] == ["run_2.ckpt", "run_x.ckpt", "run2.ckpt"]
+    (tmp_path / "run_2.ckpt").write_bytes(b"")  # a run named run_2 has its own checkpoint
+    assert resume_path("run_2.h5") == "run_2.ckpt"
 
 
 def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ import pytest
 
 from dqn_nature import load_history
 from dqn_nature.checkpoint import read_header
+from dqn_nature.environment import rom_path
 from dqn_nature.history import HistoryError
 
 DQN_TRAIN = shutil.which("dqn-train")
@@ -330,16 +331,37 @@ def test_resume_of_a_finished_run_asks_for_more_steps(runs):
                                        "train; give a larger --steps to continue")
 
 
-def test_resume_keeps_another_runs_files(runs, tmp_path):
-    # A copied checkpoint writes under its stored --name ("run"), here another run's name.
+def test_a_moved_checkpoint_goes_on_beside_itself_and_keeps_another_runs_files(runs, tmp_path):
+    # The --name stored in a checkpoint says where the run was: it goes on beside its checkpoint, wherever that
+    # is now and wherever dqn-train starts, unless --name says otherwise.
     shutil.copy(runs[0]["stopped"] / "run.ckpt", tmp_path / "copy.ckpt")
     shutil.copy(runs[0]["straight"] / "run.h5", tmp_path / "run.h5")
-    result = dqn_train(tmp_path, "--resume", "copy.ckpt", "--steps", 400)
-    assert result.returncode == 2
-    assert one_line(result.stderr) == ("dqn-train: error: run.h5 exists, from another run than copy.ckpt: replace "
-                                       "it with --overwrite, or choose another --name")
-    assert_same_outcome(tmp_path / "run.h5", runs[0]["straight"] / "run.h5")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.ckpt", "run.h5"]
+    refused = dqn_train(tmp_path, "--resume", "copy.ckpt", "--steps", 300, "--name", "run")
+    assert refused.returncode == 2
+    assert one_line(refused.stderr) == ("dqn-train: error: run.h5 exists, from another run than copy.ckpt: replace "
+                                        "it with --overwrite, or choose another --name")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = dqn_train(elsewhere, "--resume", tmp_path / "copy.ckpt", "--steps", 300)
+    assert result.returncode == 0, result.stderr
+    assert_same_outcome(tmp_path / "copy.h5", runs[0]["straight"] / "run.h5")
+    assert_same_outcome(tmp_path / "run.h5", runs[0]["straight"] / "run.h5")  # untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.ckpt", "copy.h5", "elsewhere", "run.h5"]
+    assert not any(elsewhere.iterdir())
+
+
+def test_a_resume_needs_neither_the_starting_network_nor_the_old_rom_folder(runs, tmp_path):
+    shutil.copy(runs[0]["straight"] / "run.h5", tmp_path / "start.h5")
+    (tmp_path / "roms").mkdir()
+    shutil.copy(rom_path("pong"), tmp_path / "roms" / "pong.bin")
+    first = dqn_train(tmp_path, *TINY, "--steps", 120, "--network", "start.h5", "--game-path", "roms", "--name", "r")
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "start.h5").unlink()  # the checkpoint holds the networks
+    (tmp_path / "roms").rename(tmp_path / "moved")
+    result = dqn_train(tmp_path, "--resume", "r", "--steps", 150, "--game-path", "moved")
+    assert result.returncode == 0, result.stderr
+    assert checkpoint_step(tmp_path / "r.ckpt") == 150
+
 
 # -- a full disk ------------------------------------------------------------------------
 
