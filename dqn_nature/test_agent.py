@@ -12,7 +12,11 @@ import contextlib
 import csv
 import dataclasses
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+from fractions import Fraction
 from typing import Iterator
 
 import click
@@ -159,6 +163,45 @@ class GifWriter:
         self.fh.write(b";")  # GIF trailer
 
 
+class VideoWriter:
+    """Pipes RGB frames to imageio-ffmpeg's ffmpeg, which encodes them with H.264 into ``path``.
+    imageio_ffmpeg.write_frames is not used: it ignores ffmpeg's exit status, so a video that
+    ffmpeg failed to write (a full disk) passed for a good one.
+
+    Args:
+        size: (height, width) of the frames. fps: frames per second. container: ffmpeg's
+            name of the file format ("mp4").
+    """
+
+    def __init__(self, path: str, size, fps: Fraction, container: str):
+        import imageio_ffmpeg
+
+        self.log = tempfile.TemporaryFile()  # ffmpeg's messages: a failure is told in one line
+        self.ffmpeg = subprocess.Popen(
+            [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24",
+             "-s", f"{size[1]}x{size[0]}", "-r", str(fps), "-i", "-", "-an", "-vcodec", "libx264", "-crf", "25",
+             "-pix_fmt", "yuv420p", "-f", container, path],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log,
+            process_group=0)  # Ctrl-C stops dqn-test's play, not ffmpeg: the video is still finished
+
+    def append(self, frame: np.ndarray) -> None:
+        """Add a frame, uint8 (H, W, 3). Raises BrokenPipeError once ffmpeg has stopped."""
+        self.ffmpeg.stdin.write(frame)
+
+    def close(self) -> None:
+        """Wait for ffmpeg to finish the file. Raises OSError if it failed."""
+        with contextlib.suppress(BrokenPipeError):  # ffmpeg has stopped: its exit status says why
+            self.ffmpeg.stdin.close()
+        status = self.ffmpeg.wait()
+        self.log.seek(0)
+        said = self.log.read().decode(errors="replace").strip().splitlines()
+        self.log.close()
+        if status < 0:
+            raise OSError(f"ffmpeg was killed by {signal.Signals(-status).name}")
+        if status:
+            raise OSError(f"ffmpeg exit status {status}" + (f": {said[-1].strip()}" if said else ""))
+
+
 def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_image: int, size, names):
     """Open the GIF, video and CSV outputs (each written under a temporary name, renamed when
     ``stack`` closes without error). Returns (functions taking a uint8 (H, W, 3) frame, csv
@@ -180,15 +223,10 @@ def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_im
         stack.callback(gif.close)
         sinks.append(gif.append)
     if video:
-        import imageio_ffmpeg
-
-        container = VIDEO_CONTAINERS[os.path.splitext(video)[1].lower()]
-        writer = imageio_ffmpeg.write_frames(stack.enter_context(atomic_path(video)), size[::-1],
-                                             fps=FPS / per_image, macro_block_size=2,
-                                             output_params=["-f", container], ffmpeg_log_level="error")
-        writer.send(None)
+        writer = VideoWriter(stack.enter_context(atomic_path(video)), size, Fraction(FPS, per_image),
+                             VIDEO_CONTAINERS[os.path.splitext(video)[1].lower()])
         stack.callback(writer.close)
-        sinks.append(writer.send)
+        sinks.append(writer.append)
     if csv_file:
         fh = open_output(csv_file, "w", newline="")
         rows = csv.writer(fh)

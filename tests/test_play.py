@@ -3,6 +3,7 @@
 import csv
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -182,6 +183,23 @@ def test_video(tmp_path, networks):
     result = dqn_test(*BASE[:2], "--max-steps", 30, "--network", networks[0], "--video", video)
     assert result.exit_code == 0, result.output
     assert iio.imread(video, index=None, plugin="FFMPEG").shape[0] == 120
+
+
+def test_video_on_a_full_disk_keeps_the_previous_one(tmp_path, networks):
+    # ffmpeg fails after the frames, on the video's last bytes (the index an .mp4 ends with):
+    # imageio_ffmpeg.write_frames did not see it, and the truncated file replaced the good one.
+    pytest.importorskip("imageio_ffmpeg")
+    video = tmp_path / "play.mp4"
+    command = [shutil.which("dqn-test"), "--network", str(networks[0]), *map(str, BASE[:2]), "--max-steps", "30",
+               "--video", str(video)]
+    subprocess.run(command, capture_output=True, check=True)
+    good = video.read_bytes()
+    full = subprocess.run(command, capture_output=True, text=True,  # the limit stands for a full disk
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (len(good) - 1,) * 2))
+    assert full.returncode == 1 and re.fullmatch(r"dqn-test: error: cannot write the output files: ffmpeg .*\n",
+                                                 full.stderr), full.stderr
+    assert "Wrote" not in full.stdout
+    assert video.read_bytes() == good and os.listdir(tmp_path) == ["play.mp4"]
 
 
 def test_sigint_keeps_what_was_played(tmp_path, networks):
