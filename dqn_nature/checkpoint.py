@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .history import from_attr, h5_for_writing, open_checked, to_attr
+from .history import READ_ERRORS, from_attr, h5_for_writing, open_checked, to_attr
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -84,13 +84,16 @@ def _open(path: str) -> h5py.File:
 
 def read_header(path: str) -> tuple[dict, int]:
     """A checkpoint's stored run options and the agent step it was written at.
-    Raises CheckpointError."""
+
+    Raises:
+        CheckpointError: missing, unreadable, damaged, truncated or foreign file.
+    """
     try:
         with _open(path) as f:
             return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}, int(f.attrs["step"])
     except CheckpointError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as e:
+    except READ_ERRORS as e:
         raise CheckpointError(f"{path}: damaged checkpoint ({e})") from None
 
 
@@ -121,5 +124,5 @@ def restore_checkpoint(path: str, trainer) -> bool:
             return has_replay
     except CheckpointError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
+    except READ_ERRORS as e:
         raise CheckpointError(f"{path}: damaged checkpoint ({type(e).__name__}: {e})") from None

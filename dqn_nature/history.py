@@ -38,6 +38,10 @@ HISTORY_FIELDS = {
     "step_history": np.int64, "time_history": np.float64,
 }
 LUA_HISTORIES = tuple(k for k in HISTORY_FIELDS if k != "step_history")  # those train_agent.lua saves
+# What reading a damaged or foreign HDF5 file raises: h5py's OSError for data that fails its
+# checksum, RuntimeError for metadata that does (links, attributes), KeyError for a missing
+# object, and ValueError or TypeError for contents of the wrong kind.
+READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 
 class HistoryError(ValueError):
@@ -141,7 +145,7 @@ def load_network_params(path: str) -> tuple[np.ndarray, int]:
             vector, hist_len = f["network"][()], from_attr(f.attrs.get("hist_len", 4))
     except HistoryError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as e:
+    except READ_ERRORS as e:
         raise HistoryError(f"{path}: damaged parameter file ({e})") from None
     if vector.ndim != 1 or vector.dtype.kind != "f" or not isinstance(hist_len, int) or hist_len < 1:
         raise HistoryError(f"{path}: damaged parameter file (not a vector of floats with a hist_len)")
@@ -195,19 +199,23 @@ class History:
         from a slim file's float16 copy).
 
         Raises:
-            HistoryError: the file has no such network (no evaluation yet for best_model).
+            HistoryError: the file has no such network (no evaluation yet for best_model, or
+            left out by ``dqn-slim``), or is unreadable or damaged.
             ValueError: ``which`` is neither.
         """
         import torch
 
         if which not in ("model", "best_model"):
             raise ValueError(f"which must be 'model' or 'best_model', not {which!r}")
-        with _open(self.path) as f:
-            if which not in f:
-                hint = ("a slim copy keeps best_model: play it with --best" if "best_model" in f else
-                        "best_model exists after an evaluation")
-                raise HistoryError(f"{self.path}: no {which} stored ({hint})")
-            return {k: torch.from_numpy(v[()]).float() for k, v in f[which].items()}
+        try:
+            with _open(self.path) as f:
+                if which not in f:
+                    raise HistoryError(f"{self.path}: no {which} stored ({_missing_network_hint(f, which)})")
+                return {k: torch.from_numpy(v[()]).float() for k, v in f[which].items()}
+        except HistoryError:
+            raise
+        except READ_ERRORS as e:
+            raise HistoryError(f"{self.path}: damaged history file ({e})") from None
 
     def load_network(self, which: str = "model") -> torch.nn.Module:
         """The ``convnet_atari3`` network with the stored weights of ``which``.
@@ -226,6 +234,18 @@ class History:
         return net
 
 
+def _missing_network_hint(f: h5py.File, which: str) -> str:
+    """Why the history ``f`` holds no ``which`` network, and what to play instead."""
+    if which == "model" and "best_model" in f:
+        return "a slim copy keeps best_model: play it with --best"
+    source = from_attr(f.attrs.get("slimmed_from"))
+    if source is None:
+        return "best_model exists after an evaluation"
+    if "model" in f:
+        return f"dqn-slim left it out of this copy of {source}: play the model it keeps without --best"
+    return f"dqn-slim left the networks out of this copy of {source}"
+
+
 def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py.File:
     """``path`` open for reading (an ``h5py.File`` for the caller to close), an HDF5 file whose
     ``format`` attribute is ``fmt`` (a dqn_nature ``kind`` file: "history", "checkpoint"). No
@@ -233,7 +253,7 @@ def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py
 
     Raises:
         ``error``, one line naming ``path``: no such file, a folder, not readable as HDF5
-        (damaged or truncated), or another format.
+        (damaged or truncated), root attributes that cannot be read (damaged), or another format.
     """
     if not os.path.exists(path):
         raise error(f"{path}: no such file")
@@ -241,9 +261,13 @@ def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py
         raise error(f"{path}: a folder, not a {kind} file")
     try:
         f = h5py.File(path, "r")
-    except OSError as e:
+    except READ_ERRORS as e:
         raise error(f"{path}: not a readable HDF5 file, damaged or truncated ({e})") from None
-    found = from_attr(f.attrs.get("format"))
+    try:
+        found = from_attr(f.attrs.get("format"))
+    except READ_ERRORS as e:
+        f.close()
+        raise error(f"{path}: damaged {kind} file ({e})") from None
     if found != fmt:
         f.close()
         raise error(f"{path}: not a dqn_nature {kind} file (format attribute {found!r})")
@@ -296,7 +320,7 @@ def load_history(path: str) -> History:
             steps, frames = int(attrs.get("steps", 0)), int(attrs.get("frames", 0))
     except HistoryError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as e:
+    except READ_ERRORS as e:
         raise HistoryError(f"{path}: damaged history file ({e})") from None
     return History(path=path, game=attrs.get("game"), steps=steps, frames=frames,
                    package_version=attrs.get("package_version"), arguments=arguments, attrs=attrs, **arrays)
@@ -307,40 +331,50 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     or committing (a full file holds two float32 networks, 13.8 MB for Pong). No DQN 3.0
     counterpart.
 
-    Histories, arguments and root attributes are copied unchanged; the root attribute
-    ``slimmed_from`` names ``source``. ``target`` may be ``source`` (replaced atomically).
+    Histories, arguments (where ``source`` has them) and root attributes are copied unchanged;
+    the root attribute ``slimmed_from`` names ``source``. ``target`` may be ``source``
+    (replaced atomically).
 
     Args:
         networks: which of ``"model"`` and ``"best_model"`` to keep (each must be in ``source``).
         float16: store the kept networks in float16 (they load back as float32; Q-values
             then differ from the float32 ones by about 2e-4 relative on a trained Pong network);
-            False keeps them as stored.
+            False keeps them as stored (float16 in a slim copy).
 
     Returns:
-        A one-line summary with both sizes in MB.
+        A one-line summary with both sizes in MB, and the kept networks' type where it is not float32.
 
     Raises:
-        HistoryError: ``source`` is not a readable history, or lacks one of ``networks``.
+        HistoryError: ``source`` is not a readable history (damaged included), or lacks one of ``networks``.
         OSError: ``target`` cannot be written.
     """
     load_history(source)  # validates format and checksums
     size = os.path.getsize(source)
-    with h5py.File(source, "r") as src:
-        missing = [name for name in networks if name not in src]
-        if missing:
-            raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
+    with _open(source) as src:
+        try:  # what is read before the writing starts, so that an OSError from then on is the target's
+            missing = [name for name in networks if name not in src]
+            if missing:
+                raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
+            attrs = dict(src.attrs)
+            groups = [group for group in ("history", "arguments") if group in src]
+            kept = {name: {key: dataset[()] for key, dataset in src[name].items()} for name in networks}
+        except HistoryError:
+            raise
+        except READ_ERRORS as e:
+            raise HistoryError(f"{source}: damaged history file ({e})") from None
         with h5_for_writing(target) as dst:
-            dst.attrs.update(src.attrs)
+            dst.attrs.update(attrs)
             dst.attrs["slimmed_from"] = source
-            for group in ("history", "arguments"):
+            for group in groups:  # read whole by load_history: no damage left to meet
                 src.copy(src[group], dst)
-            for name in networks:
+            for name, state in kept.items():
                 g = dst.create_group(name)
-                for key, dataset in src[name].items():
-                    data = dataset[()]
+                for key, data in state.items():
                     g.create_dataset(key, data=data.astype(np.float16) if float16 else data, fletcher32=True)
+    written = {"float16" if float16 else data.dtype.name for state in kept.values() for data in state.values()}
+    types = sorted(written - {"float32"})  # named in the summary: a slim copy's float16 stays float16
     return (f"Wrote {target}: {os.path.getsize(target) / 1e6:.1f} MB (was {size / 1e6:.1f} MB), networks: "
-            f"{', '.join(networks) or 'none'}{' in float16' if float16 and networks else ''}")
+            f"{', '.join(networks) or 'none'}{' in ' + ', '.join(types) if types else ''}")
 
 
 LABEL_ARGUMENTS = 3  # differing arguments named in a run set's label

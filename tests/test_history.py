@@ -1,5 +1,6 @@
 """The HDF5 history file: round trip and clear errors on files that are not histories."""
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import torch
 
 from dqn_nature import __version__
 from dqn_nature.config import Config
-from dqn_nature.history import HistoryError, load_history, save_history, slim_history
+from dqn_nature.history import HistoryError, load_history, load_runs, save_history, slim_history
 from dqn_nature.network import convnet_atari3
 
 HISTORY = {
@@ -80,6 +81,79 @@ def test_slim_in_place_and_without_networks(tmp_path):
     with h5py.File(path) as f:
         assert "model" not in f and "best_model" not in f
     np.testing.assert_array_equal(load_history(str(path)).reward_history, HISTORY["reward_history"])
+
+
+def test_slim_of_a_history_without_arguments(tmp_path):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path, "a") as f:  # e.g. written by another tool: the other tools read it
+        del f["arguments"]
+    slim_history(str(path), str(tmp_path / "slim.h5"))
+    h = load_history(str(tmp_path / "slim.h5"))
+    assert h.arguments == {} and h.state_dict("best_model")
+    np.testing.assert_array_equal(h.step_history, HISTORY["step_history"])
+
+
+def test_slim_summary_names_the_type_written(tmp_path):
+    path, slim, again = tmp_path / "run.h5", tmp_path / "slim.h5", tmp_path / "again.h5"
+    write(path)
+    assert slim_history(str(path), str(slim), float16=False).endswith("networks: best_model")  # float32, as stored
+    slim_history(str(path), str(slim))
+    # --float32 keeps a slim copy's float16 networks as stored: the summary says so
+    assert slim_history(str(slim), str(again), float16=False).endswith("networks: best_model in float16")
+    with h5py.File(again) as f:
+        assert f["best_model/conv1.weight"].dtype == np.float16
+
+
+def test_a_slim_copy_without_networks_says_dqn_slim_left_them_out(tmp_path):
+    path, none, last = tmp_path / "run.h5", tmp_path / "none.h5", tmp_path / "last.h5"
+    write(path)
+    slim_history(str(path), str(none), networks=())
+    slim_history(str(path), str(last), networks=("model",))
+    for which in ("model", "best_model"):  # not "best_model exists after an evaluation": it has evaluations
+        with pytest.raises(HistoryError, match=rf"none.h5: no {which} stored \(dqn-slim left the networks out of "
+                                               rf"this copy of {re.escape(str(path))}\)$"):
+            load_history(str(none)).state_dict(which)
+    with pytest.raises(HistoryError, match=r"last.h5: no best_model stored \(dqn-slim left it out of this copy of "
+                                           r".*run.h5: play the model it keeps without --best\)$"):
+        load_history(str(last)).state_dict("best_model")
+
+
+def damage_end(path, size):
+    """Overwrite the last ``size`` bytes of ``path`` with 0xFF: there lie the metadata written
+    last (links, the arguments' attributes), whose checksums then fail; h5py raises RuntimeError."""
+    end = os.path.getsize(path)
+    with open(path, "r+b") as fh:
+        fh.seek(end - size)
+        fh.write(b"\xff" * size)
+
+
+@pytest.mark.parametrize("size", [500, 3000])
+def test_damaged_metadata_is_a_history_error(tmp_path, size):
+    path = tmp_path / "runs" / "run.h5"
+    path.parent.mkdir()
+    write(path)
+    loaded = load_history(str(path))
+    damage_end(path, size)
+    damaged = rf"^{re.escape(str(path))}: damaged history file \("
+    with pytest.raises(HistoryError, match=damaged):
+        load_history(str(path))
+    with pytest.raises(HistoryError, match=damaged):  # the file was damaged after it was loaded
+        loaded.state_dict("model")
+    with pytest.raises(HistoryError, match=damaged):
+        slim_history(str(path), str(tmp_path / "slim.h5"))
+    write(tmp_path / "runs" / "good.h5")
+    skipped = []
+    assert [r.path for s in load_runs([str(path.parent)], skip=skipped.append) for r in s.runs] == [
+        str(tmp_path / "runs" / "good.h5")]
+    assert len(skipped) == 1 and re.match(damaged, skipped[0])
+    for command in (["dqn-slim", path, tmp_path / "slim.h5"], ["dqn-report", path]):
+        result = subprocess.run(list(map(str, command)), capture_output=True, text=True)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert re.match(rf"{command[0]}: error: {re.escape(str(path))}: damaged history file \(.*\)\n$", result.stderr)
+    result = subprocess.run(["dqn-report", str(path.parent)], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stderr.startswith(f"dqn-report: warning: skipped {path}: damaged")
+    assert not (tmp_path / "slim.h5").exists()
 
 
 def test_slim_command_errors(tmp_path):
