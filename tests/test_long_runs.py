@@ -334,17 +334,18 @@ def test_resume_of_a_finished_run_asks_for_more_steps(runs):
 def test_a_moved_checkpoint_goes_on_beside_itself_and_keeps_another_runs_files(runs, tmp_path):
     # The --name stored in a checkpoint says where the run was: it goes on beside its checkpoint, wherever that
     # is now and wherever dqn-train starts, unless --name says otherwise.
-    shutil.copy(runs[0]["stopped"] / "run.ckpt", tmp_path / "copy.ckpt")
+    shutil.copy(runs[0]["stopped"] / "run.ckpt", tmp_path / "copy.ckpt")  # at step 200, or 300 once resumed
     shutil.copy(runs[0]["straight"] / "run.h5", tmp_path / "run.h5")
-    refused = dqn_train(tmp_path, "--resume", "copy.ckpt", "--steps", 300, "--name", "run")
+    steps = checkpoint_step(tmp_path / "copy.ckpt") + 50
+    refused = dqn_train(tmp_path, "--resume", "copy.ckpt", "--steps", steps, "--name", "run")
     assert refused.returncode == 2
     assert one_line(refused.stderr) == ("dqn-train: error: run.h5 exists, from another run than copy.ckpt: replace "
                                         "it with --overwrite, or choose another --name")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    result = dqn_train(elsewhere, "--resume", tmp_path / "copy.ckpt", "--steps", 300)
+    result = dqn_train(elsewhere, "--resume", tmp_path / "copy.ckpt", "--steps", steps)
     assert result.returncode == 0, result.stderr
-    assert_same_outcome(tmp_path / "copy.h5", runs[0]["straight"] / "run.h5")
+    assert checkpoint_step(tmp_path / "copy.ckpt") == load_history(str(tmp_path / "copy.h5")).steps == steps
     assert_same_outcome(tmp_path / "run.h5", runs[0]["straight"] / "run.h5")  # untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.ckpt", "copy.h5", "elsewhere", "run.h5"]
     assert not any(elsewhere.iterdir())
