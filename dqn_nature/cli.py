@@ -237,6 +237,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     try:
         changes = layered(explicit_options(ctx, values), find_preset(preset) if preset else None,
                           agent_params, pool_frms)
+        if resume == "":
+            raise ConfigError("--resume: give the run's checkpoint, name or .h5 history")
         if resume:
             checkpoint = resume_path(resume)
             arguments, step = read_header(checkpoint)

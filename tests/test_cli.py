@@ -341,6 +341,13 @@ def test_bad_input(tmp_path, monkeypatch, args, named):
     assert files_under(tmp_path) == ["afile", "emptyroms"]
 
 
+def test_an_empty_resume_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, ["--resume", ""])
+    assert result.exit_code == 2 and result.stderr.endswith(
+        "error: --resume: give the run's checkpoint, name or .h5 history\n")  # not "no game given"
+
+
 def test_resume_takes_a_checkpoint_a_run_name_or_its_history(tmp_path, monkeypatch):
     assert {resume_path(p) for p in ("runs/a", "runs/a.ckpt", "runs/a.h5")} == {"runs/a.ckpt"}
     monkeypatch.chdir(tmp_path)
