@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .history import READ_ERRORS, from_attr, h5_for_writing, open_checked, to_attr
+from .history import READ_ERRORS, from_attr, h5_for_writing, open_checked, read_errors_as, to_attr
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -88,13 +88,8 @@ def read_header(path: str) -> tuple[dict, int]:
     Raises:
         CheckpointError: missing, unreadable, damaged, truncated or foreign file.
     """
-    try:
-        with _open(path) as f:
-            return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}, int(f.attrs["step"])
-    except CheckpointError:
-        raise
-    except READ_ERRORS as e:
-        raise CheckpointError(f"{path}: damaged checkpoint ({e})") from None
+    with read_errors_as(CheckpointError, f"{path}: damaged checkpoint"), _open(path) as f:
+        return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}, int(f.attrs["step"])
 
 
 def restore_checkpoint(path: str, trainer) -> bool:

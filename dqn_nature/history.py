@@ -44,6 +44,19 @@ LUA_HISTORIES = tuple(k for k in HISTORY_FIELDS if k != "step_history")  # those
 READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 
+@contextlib.contextmanager
+def read_errors_as(error: type[Exception], prefix: str):
+    """Within the block, what reading a damaged HDF5 file raises (``READ_ERRORS``) becomes one
+    ``error("<prefix> (<reason>)")``; an ``error`` raised in the block passes as it is. No Lua
+    counterpart."""
+    try:
+        yield
+    except error:
+        raise
+    except READ_ERRORS as e:
+        raise error(f"{prefix} ({e})") from None
+
+
 class HistoryError(ValueError):
     """A file that cannot be read as a history; the message names the file and the problem."""
 
@@ -140,13 +153,9 @@ def load_network_params(path: str) -> tuple[np.ndarray, int]:
     Raises:
         HistoryError: missing, unreadable, damaged, or not a dqn_nature parameter file.
     """
-    try:
-        with open_checked(path, PARAMS_FORMAT, "parameter", HistoryError) as f:
-            vector, hist_len = f["network"][()], from_attr(f.attrs.get("hist_len", 4))
-    except HistoryError:
-        raise
-    except READ_ERRORS as e:
-        raise HistoryError(f"{path}: damaged parameter file ({e})") from None
+    with (read_errors_as(HistoryError, f"{path}: damaged parameter file"),
+          open_checked(path, PARAMS_FORMAT, "parameter", HistoryError) as f):
+        vector, hist_len = f["network"][()], from_attr(f.attrs.get("hist_len", 4))
     if vector.ndim != 1 or vector.dtype.kind != "f" or not isinstance(hist_len, int) or hist_len < 1:
         raise HistoryError(f"{path}: damaged parameter file (not a vector of floats with a hist_len)")
     return vector, hist_len
@@ -207,15 +216,10 @@ class History:
 
         if which not in ("model", "best_model"):
             raise ValueError(f"which must be 'model' or 'best_model', not {which!r}")
-        try:
-            with _open(self.path) as f:
-                if which not in f:
-                    raise HistoryError(f"{self.path}: no {which} stored ({_missing_network_hint(f, which)})")
-                return {k: torch.from_numpy(v[()]).float() for k, v in f[which].items()}
-        except HistoryError:
-            raise
-        except READ_ERRORS as e:
-            raise HistoryError(f"{self.path}: damaged history file ({e})") from None
+        with read_errors_as(HistoryError, f"{self.path}: damaged history file"), _open(self.path) as f:
+            if which not in f:
+                raise HistoryError(f"{self.path}: no {which} stored ({_missing_network_hint(f, which)})")
+            return {k: torch.from_numpy(v[()]).float() for k, v in f[which].items()}
 
     def load_network(self, which: str = "model") -> torch.nn.Module:
         """The ``convnet_atari3`` network with the stored weights of ``which``.
@@ -284,44 +288,39 @@ def load_history(path: str) -> History:
     Raises:
         HistoryError: missing, unreadable, damaged, or not a dqn_nature history file.
     """
-    try:
-        with _open(path) as f:
-            attrs = {k: from_attr(v) for k, v in f.attrs.items()}
-            if attrs.get("format_version") != FORMAT_VERSION:
-                raise HistoryError(f"{path}: unsupported history format_version {attrs.get('format_version')!r}")
-            missing = [k for k in HISTORY_FIELDS if k not in f.get("history", {})]
-            if missing:
-                raise HistoryError(f"{path}: history is missing {', '.join(missing)}")
-            arrays = {k: f["history"][k][()] for k in HISTORY_FIELDS}
-            for key, values in arrays.items():
-                if values.ndim != 1 or values.dtype.kind not in "iuf":
-                    raise HistoryError(f"{path}: damaged history file ({key} is not a list of numbers)")
-            n = len(arrays["step_history"])  # evaluations; time_history has one entry more
-            uneven = [k for k, v in arrays.items() if len(v) != n + (k == "time_history")]
-            if uneven:
-                raise HistoryError(f"{path}: damaged history file ({', '.join(uneven)}: not one entry per "
-                                   f"evaluation of step_history's {n})")
-            if not isinstance(attrs.get("game"), str):
-                raise HistoryError(f"{path}: damaged history file (game attribute {attrs.get('game')!r})")
-            step = arrays["step_history"]
-            if not (np.isfinite(step) & (step == np.round(step))).all():
-                raise HistoryError(f"{path}: damaged history file (step_history is not whole numbers)")
-            for group in ("model", "best_model"):
-                if group in f and not (isinstance(f[group], h5py.Group) and all(
-                        isinstance(d, h5py.Dataset) and d.dtype.kind == "f" and d.ndim for d in f[group].values())):
-                    raise HistoryError(f"{path}: damaged history file ({group} is not a group of parameter arrays)")
-                for dataset in f.get(group, {}).values():  # read to verify their checksums: damage shows here
-                    dataset[()]
-            try:
-                arguments = typed({k: from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f
-                                  else {})
-            except ConfigError as e:
-                raise HistoryError(f"{path}: damaged history file (argument {e})") from None
-            steps, frames = int(attrs.get("steps", 0)), int(attrs.get("frames", 0))
-    except HistoryError:
-        raise
-    except READ_ERRORS as e:
-        raise HistoryError(f"{path}: damaged history file ({e})") from None
+    with read_errors_as(HistoryError, f"{path}: damaged history file"), _open(path) as f:
+        attrs = {k: from_attr(v) for k, v in f.attrs.items()}
+        if attrs.get("format_version") != FORMAT_VERSION:
+            raise HistoryError(f"{path}: unsupported history format_version {attrs.get('format_version')!r}")
+        missing = [k for k in HISTORY_FIELDS if k not in f.get("history", {})]
+        if missing:
+            raise HistoryError(f"{path}: history is missing {', '.join(missing)}")
+        arrays = {k: f["history"][k][()] for k in HISTORY_FIELDS}
+        for key, values in arrays.items():
+            if values.ndim != 1 or values.dtype.kind not in "iuf":
+                raise HistoryError(f"{path}: damaged history file ({key} is not a list of numbers)")
+        n = len(arrays["step_history"])  # evaluations; time_history has one entry more
+        uneven = [k for k, v in arrays.items() if len(v) != n + (k == "time_history")]
+        if uneven:
+            raise HistoryError(f"{path}: damaged history file ({', '.join(uneven)}: not one entry per "
+                               f"evaluation of step_history's {n})")
+        if not isinstance(attrs.get("game"), str):
+            raise HistoryError(f"{path}: damaged history file (game attribute {attrs.get('game')!r})")
+        step = arrays["step_history"]
+        if not (np.isfinite(step) & (step == np.round(step))).all():
+            raise HistoryError(f"{path}: damaged history file (step_history is not whole numbers)")
+        for group in ("model", "best_model"):
+            if group in f and not (isinstance(f[group], h5py.Group) and all(
+                    isinstance(d, h5py.Dataset) and d.dtype.kind == "f" and d.ndim for d in f[group].values())):
+                raise HistoryError(f"{path}: damaged history file ({group} is not a group of parameter arrays)")
+            for dataset in f.get(group, {}).values():  # read to verify their checksums: damage shows here
+                dataset[()]
+        try:
+            arguments = typed({k: from_attr(v) for k, v in f["arguments"].attrs.items()} if "arguments" in f
+                              else {})
+        except ConfigError as e:
+            raise HistoryError(f"{path}: damaged history file (argument {e})") from None
+        steps, frames = int(attrs.get("steps", 0)), int(attrs.get("frames", 0))
     return History(path=path, game=attrs.get("game"), steps=steps, frames=frames,
                    package_version=attrs.get("package_version"), arguments=arguments, attrs=attrs, **arrays)
 
@@ -351,17 +350,14 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     load_history(source)  # validates format and checksums
     size = os.path.getsize(source)
     with _open(source) as src:
-        try:  # what is read before the writing starts, so that an OSError from then on is the target's
+        # What is read before the writing starts, so that an OSError from then on is the target's.
+        with read_errors_as(HistoryError, f"{source}: damaged history file"):
             missing = [name for name in networks if name not in src]
             if missing:
                 raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
             attrs = dict(src.attrs)
             groups = [group for group in ("history", "arguments") if group in src]
             kept = {name: {key: dataset[()] for key, dataset in src[name].items()} for name in networks}
-        except HistoryError:
-            raise
-        except READ_ERRORS as e:
-            raise HistoryError(f"{source}: damaged history file ({e})") from None
         with h5_for_writing(target) as dst:
             dst.attrs.update(attrs)
             dst.attrs["slimmed_from"] = source

@@ -43,9 +43,9 @@ def shrink_plan(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
         cell = [(first, one - first_frac)] + [(j, one) for j in range(first + 1, last)]
         if last < n_in:
             cell.append((last, last_frac))
-        count = f32(0)
-        for _, w in cell:  # n = 1 - frac; n += 1 ...; n += last_frac, in float32
-            count = w if not count else count + w
+        count = cell[0][1]
+        for _, w in cell[1:]:  # n = 1 - frac; n += 1 ...; n += last_frac, in float32
+            count = count + w
         terms.append(cell)
         counts.append(count)
         first, first_frac = last, last_frac

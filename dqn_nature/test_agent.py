@@ -166,11 +166,13 @@ class GifWriter:
 class VideoWriter:
     """Pipes RGB frames to imageio-ffmpeg's ffmpeg, which encodes them with H.264 into ``path``.
     imageio_ffmpeg.write_frames is not used: it ignores ffmpeg's exit status, so a video that
-    ffmpeg failed to write (a full disk) passed for a good one.
+    ffmpeg failed to write (a full disk) passed for a good one. No Lua counterpart.
 
     Args:
-        size: (height, width) of the frames. fps: frames per second. container: ffmpeg's
-            name of the file format ("mp4").
+        path: the file ffmpeg writes (replaced if it exists).
+        size: (height, width) of the frames, in pixels.
+        fps: frames per second of the video (60 / emulator frames per image).
+        container: ffmpeg's name of the file format ("mp4", "matroska", "mov").
     """
 
     def __init__(self, path: str, size, fps: Fraction, container: str):
