@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .history import READ_ERRORS, from_attr, h5_for_writing, open_checked, read_errors_as, to_attr
+from .history import READ_ERRORS, from_attr, h5_for_writing, open_checked, read_errors_as, write_attrs
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -34,7 +34,7 @@ def _write(group: h5py.Group, values: dict) -> None:
             data = value if isinstance(value, np.ndarray) else value.detach().cpu().contiguous().numpy()
             group.create_dataset(key, data=data, fletcher32=data.ndim > 0)  # scalars have no checksum
         else:
-            group.attrs[key] = to_attr(value)
+            write_attrs(group, {key: value})
 
 
 def _read(group: h5py.Group) -> dict:
@@ -57,11 +57,9 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
     """
     c = trainer.config
     with h5_for_writing(path) as f:
-        f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=c.game, step=trainer.step,
-                       package_version=__version__, has_replay=bool(replay))
-        args = f.create_group("arguments")
-        for key, value in c.as_dict().items():
-            args.attrs[key] = to_attr(value)
+        write_attrs(f, dict(format=FORMAT, format_version=FORMAT_VERSION, game=c.game, step=trainer.step,
+                            package_version=__version__, has_replay=bool(replay)))
+        write_attrs(f.create_group("arguments"), c.as_dict())
         _write(f.create_group("state"), trainer.get_state())
         if replay:
             t = trainer.agent.transitions

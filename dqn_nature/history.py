@@ -61,9 +61,19 @@ class HistoryError(ValueError):
     """A file that cannot be read as a history; the message names the file and the problem."""
 
 
-def to_attr(value):
-    """A Python value as an HDF5 attribute (None is stored as an empty string)."""
-    return "" if value is None else value
+def write_attrs(obj, values: dict) -> None:
+    """Set attributes of ``obj`` (an ``h5py`` file, group or dataset) from ``values``: None is
+    stored as an empty string, and strings as fixed-length UTF-8 rather than h5py's default
+    variable-length type. Variable-length strings live in the file's global heap, where a few
+    damaged bytes can make HDF5 (2.0.0) loop forever while reading; fixed-length ones live in
+    the object's header, under the checks that end in a one-line error."""
+    for key, value in values.items():
+        value = "" if value is None else value
+        if isinstance(value, str):
+            data = value.encode()
+            obj.attrs.create(key, np.array(data), dtype=h5py.string_dtype("utf-8", max(1, len(data))))
+        else:
+            obj.attrs[key] = value
 
 
 def from_attr(value):
@@ -118,8 +128,8 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
         OSError: the file cannot be written (the previous file is left intact).
     """
     with h5_for_writing(path) as f:
-        f.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, game=game, steps=int(steps),
-                       frames=int(frames), package_version=package_version, **(attrs or {}))
+        write_attrs(f, dict(format=FORMAT, format_version=FORMAT_VERSION, game=game, steps=int(steps),
+                            frames=int(frames), package_version=package_version, **(attrs or {})))
         group = f.create_group("history")
         for key, dtype in HISTORY_FIELDS.items():
             group.create_dataset(key, data=np.asarray(history[key], dtype=dtype).reshape(-1), fletcher32=True)
@@ -128,9 +138,7 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
                 g = f.create_group(name)
                 for key, tensor in state.items():
                     g.create_dataset(key, data=tensor.detach().cpu().float().numpy(), fletcher32=True)
-        args = f.create_group("arguments")
-        for key, value in arguments.items():
-            args.attrs[key] = to_attr(value)
+        write_attrs(f.create_group("arguments"), arguments)
 
 
 def save_network_params(path: str, network: torch.nn.Module) -> None:
@@ -140,8 +148,7 @@ def save_network_params(path: str, network: torch.nn.Module) -> None:
 
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
     with h5_for_writing(path) as f:
-        f.attrs["format"] = PARAMS_FORMAT
-        f.attrs["hist_len"] = network.conv1.weight.shape[1]
+        write_attrs(f, {"format": PARAMS_FORMAT, "hist_len": network.conv1.weight.shape[1]})
         f.create_dataset("network", data=flat, fletcher32=True)
 
 
@@ -355,14 +362,14 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
             missing = [name for name in networks if name not in src]
             if missing:
                 raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
-            attrs = dict(src.attrs)
-            groups = [group for group in ("history", "arguments") if group in src]
+            attrs = {k: from_attr(v) for k, v in src.attrs.items()}
+            arguments = {k: from_attr(v) for k, v in src["arguments"].attrs.items()} if "arguments" in src else None
             kept = {name: {key: dataset[()] for key, dataset in src[name].items()} for name in networks}
         with h5_for_writing(target) as dst:
-            dst.attrs.update(attrs)
-            dst.attrs["slimmed_from"] = source
-            for group in groups:  # read whole by load_history: no damage left to meet
-                src.copy(src[group], dst)
+            write_attrs(dst, {**attrs, "slimmed_from": source})
+            if arguments is not None:
+                write_attrs(dst.create_group("arguments"), arguments)
+            src.copy(src["history"], dst)  # read whole by load_history: no damage left to meet
             for name, state in kept.items():
                 g = dst.create_group(name)
                 for key, data in state.items():

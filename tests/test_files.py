@@ -5,12 +5,16 @@ import re
 import subprocess
 import types
 
+import h5py
 import numpy as np
 import pytest
 
+from dqn_nature import __version__
 from dqn_nature.checkpoint import CheckpointError, read_header, save_checkpoint
 from dqn_nature.config import Config
 from dqn_nature.files import atomic_path
+from dqn_nature.history import HISTORY_FIELDS, load_history, save_history, save_network_params, slim_history
+from dqn_nature.network import convnet_atari3
 
 
 def test_a_failed_write_keeps_the_previous_file(tmp_path):
@@ -58,3 +62,46 @@ def test_a_checkpoint_with_damaged_metadata_is_one_clear_error(tmp_path, size):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert re.match(r"dqn-train: error: run.ckpt: damaged checkpoint \(.*\)\n$", result.stderr)
     assert os.listdir(tmp_path) == ["run.ckpt"]
+
+
+def variable_length_strings(path):
+    """The attributes of the HDF5 file ``path`` stored as variable-length strings, as "object/name"."""
+    found = []
+
+    def visit(name, obj):
+        for key in obj.attrs:
+            info = h5py.check_string_dtype(obj.attrs.get_id(key).dtype)
+            if info and info.length is None:
+                found.append(f"{name}/{key}")
+    with h5py.File(path) as f:
+        visit("", f)
+        f.visititems(visit)
+    return found
+
+
+def test_text_attributes_are_fixed_length_and_older_files_still_read(tmp_path):
+    # Variable-length strings live in the file's global heap, where damage made HDF5 2.0.0 loop forever.
+    arguments = Config(game="pong", name="run", csv_log="é.csv").as_dict()  # with None and non-ASCII values
+    state = {"step": 300, "python_rng": "[3, [1, 2], null]", "agent": {"w": np.zeros(10, np.float32), "tag": ""}}
+    trainer = types.SimpleNamespace(config=Config(**arguments), step=300, get_state=lambda: state)
+    save_checkpoint(str(tmp_path / "run.ckpt"), trainer)
+    network = convnet_atari3(6)
+    save_network_params(str(tmp_path / "run.params.h5"), network)
+    old = str(tmp_path / "old.h5")
+    save_history(old, game="pong", steps=300, frames=1200, history={k: [0] if k == "time_history" else [] for k in HISTORY_FIELDS},
+                 model=network.state_dict(), best_model=None, arguments=arguments, package_version=__version__)
+    with h5py.File(old, "a") as f:  # as dqn_nature wrote them before: h5py's variable-length strings
+        for obj in (f, f["arguments"]):
+            for key, value in obj.attrs.items():
+                if isinstance(value, bytes):
+                    obj.attrs[key] = value.decode()
+    assert "/game" in variable_length_strings(old) and "arguments/csv_log" in variable_length_strings(old)
+    slim_history(old, str(tmp_path / "slim.h5"), networks=("model",))
+    for name in ("run.ckpt", "run.params.h5", "slim.h5"):
+        assert variable_length_strings(tmp_path / name) == [], name
+    assert read_header(str(tmp_path / "run.ckpt")) == (arguments, 300)
+    with h5py.File(tmp_path / "run.ckpt") as f:
+        assert f["state"].attrs["python_rng"].decode() == state["python_rng"] and f["state/agent"].attrs["tag"] == b""
+    slim, history = load_history(str(tmp_path / "slim.h5")), load_history(old)
+    assert slim.arguments == history.arguments == arguments and slim.game == history.game == "pong"
+    assert slim.attrs == {**history.attrs, "slimmed_from": old}

@@ -58,7 +58,7 @@ def test_round_trip(tmp_path):
 def test_slim_copy_keeps_histories_and_the_best_network_in_float16(tmp_path):
     path, slim = tmp_path / "run.h5", tmp_path / "slim.h5"
     _, best_model = write(path)
-    assert "3.5 MB (was 13.8 MB), networks: best_model in float16" in slim_history(str(path), str(slim))
+    assert "3.4 MB (was 13.8 MB), networks: best_model in float16" in slim_history(str(path), str(slim))
     h, full = load_history(str(slim)), load_history(str(path))
     for key in HISTORY:
         np.testing.assert_array_equal(getattr(h, key), getattr(full, key))
