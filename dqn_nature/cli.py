@@ -23,7 +23,7 @@ from .console import LuaCommand, StopRequest, creation_problem, fail, os_reason,
 from .config import (FIELDS, ConfigError, available_memory, build, field_type, layered, lua_name, replay_bytes,
                      resume_config)
 from .environment import GameError, rom_path
-from .eval_log import TENSORBOARD_MISSING, EvaluationLogs, csv_log_problem
+from .eval_log import TENSORBOARD_MISSING, EvaluationLogs, csv_log_problem, earlier_records
 from .history import HistoryError
 
 _CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
@@ -221,7 +221,8 @@ def resume_path(name: str) -> str:
 @click.option("--resume", metavar="CKPT",
               help="continue the run of this checkpoint (a .ckpt, or the run's name or .h5 history)")
 @click.option("--overwrite", is_flag=True, help="replace the files an earlier run left under <name> (.h5, .ckpt) "
-              "when starting afresh, or resuming under another --name")
+              "when starting afresh, or resuming under another --name; a fresh run also replaces "
+              "the --csv-log rows and --tensorboard scalars it finds")
 @config_options
 @click.pass_context
 def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
@@ -261,6 +262,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
                 raise ConfigError(f"{existing} exists, from an earlier run: {resumable}replace it with --overwrite, "
                                   "or choose another --name")
         check_resources(config)
+        if not overwrite and not resume and (log := earlier_records(config.csv_log, config.tensorboard)):
+            raise ConfigError(f"{log} holds an earlier run's evaluations: replace them with --overwrite, "
+                              "or log elsewhere")
     except (ConfigError, GameError, CheckpointError) as e:
         fail(str(e))
     for folder, option in output_folders(config).items():
@@ -313,8 +317,7 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
         return checkpoint_path
 
     try:
-        logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict(),
-                              resumed_at=trainer.step if checkpoint else None)
+        logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict(), start_step=trainer.step)
     except OSError as e:
         fail(f"cannot prepare the evaluation logs: {os_reason(e)}")
     # An evaluation is one step of the loop: minutes at the paper's eval_steps.

@@ -3,6 +3,7 @@ CSV file (``--csv-log``) or written as TensorBoard scalars (``--tensorboard``)."
 from __future__ import annotations
 
 import csv
+import glob
 import os
 
 from .files import append_csv_row, atomic_path
@@ -26,6 +27,20 @@ def csv_log_problem(path: str) -> str | None:
         return "it is not a text file"
     if header and header != ",".join(CSV_COLUMNS):
         return "its columns are not a dqn-train evaluation log's"
+    return None
+
+
+def earlier_records(csv_path: str | None, tensorboard_dir: str | None) -> str | None:
+    """Which of the logs ``csv_path`` (``--csv-log``, a file ``csv_log_problem`` accepts) and
+    ``tensorboard_dir`` (``--tensorboard``) already holds records, as the option naming it
+    (e.g. ``"--csv-log 'log.csv'"``), or None when neither does: a CSV row after the header,
+    or a TensorBoard event file."""
+    if csv_path and os.path.isfile(csv_path):
+        with open(csv_path, newline="") as fh:
+            if sum(1 for line in fh if line.strip()) > 1:
+                return f"--csv-log {csv_path!r}"
+    if tensorboard_dir and glob.glob(os.path.join(glob.escape(tensorboard_dir), "events.out.tfevents.*")):
+        return f"--tensorboard {tensorboard_dir!r}"
     return None
 
 
@@ -61,9 +76,10 @@ class EvaluationLogs:
             record's fields become scalars of the same names against agent steps, and the
             run's arguments are stored once as text.
         arguments: the run's options, ``Config.as_dict()``.
-        resumed_at: the agent step of the checkpoint a resumed run starts from: records of
-            later steps, which a killed run wrote after its checkpoint, are dropped from both
-            logs (the CSV file is rewritten; TensorBoard purges them), as they will be written again.
+        start_step: the agent step the run starts from: 0, or a resumed checkpoint's. Records of
+            later steps are dropped from both logs (the CSV file is rewritten; TensorBoard hides
+            them): a killed run's after its checkpoint, which will be written again, or all of
+            an earlier run's that a fresh run replaces (``dqn-train --overwrite``).
 
     Raises:
         ImportError: ``tensorboard_dir`` without the tensorboard package (``dqn-train``
@@ -71,13 +87,13 @@ class EvaluationLogs:
     """
 
     def __init__(self, csv_path: str | None, tensorboard_dir: str | None, arguments: dict,
-                 resumed_at: int | None = None):
+                 start_step: int = 0):
         self.csv_path, self.writer = csv_path, None
-        if csv_path and resumed_at is not None and os.path.isfile(csv_path):
-            _drop_rows_after(csv_path, resumed_at)
+        if csv_path and os.path.isfile(csv_path):
+            _drop_rows_after(csv_path, start_step)
         if tensorboard_dir:
             from torch.utils.tensorboard import SummaryWriter  # the optional extra; imported only when used
-            self.writer = SummaryWriter(tensorboard_dir, purge_step=None if resumed_at is None else resumed_at + 1)
+            self.writer = SummaryWriter(tensorboard_dir, purge_step=start_step + 1)
             self.writer.add_text("arguments", "\n".join(f"    {k} = {v!r}" for k, v in arguments.items()))
 
     def write(self, trainer, evaluation) -> None:

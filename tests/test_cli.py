@@ -92,8 +92,9 @@ def test_pong_history_layout(pong_run):
         assert set(f) == {"history", "model", "best_model", "arguments"}
         attrs = dict(f.attrs)
         assert set(attrs) == {"format", "format_version", "game", "steps", "frames", "package_version"}
-        assert (attrs["format"], attrs["format_version"], attrs["game"]) == ("dqn_nature.history", 1, "pong")
-        assert (attrs["steps"], attrs["frames"], attrs["package_version"]) == (1000, 4000, __version__)
+        # Text as fixed-length UTF-8, which h5py reads as bytes.
+        assert (attrs["format"], attrs["format_version"], attrs["game"]) == (b"dqn_nature.history", 1, b"pong")
+        assert (attrs["steps"], attrs["frames"], attrs["package_version"]) == (1000, 4000, __version__.encode())
         assert set(f["history"]) == set(HISTORY_DTYPES)
         for key, dtype in HISTORY_DTYPES.items():
             data = f["history"][key]
@@ -363,6 +364,27 @@ def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
     assert result.exit_code == 2 and result.stderr.endswith("error: run.h5 is a folder; choose another --name\n")
+
+
+def test_a_fresh_run_replaces_an_earlier_runs_evaluations_only_with_overwrite(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    logs = ["--steps", "200", "--eval-freq", "100", "--eval-steps", "20", "--csv-log", "log.csv", "--tensorboard", "tb"]
+    assert CliRunner().invoke(train, [*SHORT, *logs, "--name", "first"]).exit_code == 0
+    logged = (tmp_path / "log.csv").read_bytes()
+    result = CliRunner().invoke(train, [*SHORT, *logs, "--name", "second"])
+    assert result.exit_code == 2 and result.stderr.endswith("error: --csv-log 'log.csv' holds an earlier run's "
+                                                            "evaluations: replace them with --overwrite, or log elsewhere\n")
+    result = CliRunner().invoke(train, [*SHORT, *logs[:-4], "--tensorboard", "tb", "--name", "second"])
+    assert result.exit_code == 2 and "error: --tensorboard 'tb' holds an earlier run's evaluations" in result.stderr
+    assert (tmp_path / "log.csv").read_bytes() == logged and not (tmp_path / "second.h5").exists()
+    result = CliRunner().invoke(train, [*SHORT, *logs, "--name", "second", "--overwrite", "--seed", "2"])
+    assert result.exit_code == 0, result.output
+    with open(tmp_path / "log.csv", newline="") as fh:
+        (row,) = csv.DictReader(fh)  # the second run's evaluation alone
+    assert float(row["v_history"]) == load_history(str(tmp_path / "second.h5")).v_history[0]
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()  # the earlier run's scalars hidden
+    assert [(e.step, e.value) for e in events.Scalars("v_history")] == [(200, pytest.approx(float(row["v_history"])))]
 
 
 @pytest.mark.parametrize("content, problem", [(b"\x89HDF\r\n\x1a\n\xff\xfe", "it is not a text file"),
