@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import weakref
 
 import numpy as np
 import torch
@@ -98,6 +99,8 @@ class NeuralQLearner:
         if self.device.type == "cuda":
             self._forward_graph = CudaGraph(self._greedy_q, self.device)
             self._update_graph = CudaGraph(self._learn, self.device)
+        # bf16 on the CPU: each network's bfloat16 copy and the weight versions it was made from.
+        self._bf16_copies = weakref.WeakKeyDictionary() if precision == "bf16" and self.device.type == "cpu" else None
 
     # -- schedules -------------------------------------------------------------------
     def train_epsilon(self) -> float:
@@ -119,6 +122,35 @@ class NeuralQLearner:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16",
                               cache_enabled=self.device.type == "cpu")
 
+    def _run(self, network):
+        """The module that computes ``network``'s forward passes: ``network`` itself, or with
+        bf16 on the CPU its bfloat16 copy, refreshed when the weights have changed in place
+        since (an update, a target copy, a load: tensors' version counters tell). Autocast
+        would cast every weight on every pass, a fresh 3 MB for the first linear layer; the
+        copy holds the values of those casts and gives the same results, its gradients going
+        to ``network``'s by ``_take_gradients``. No Lua counterpart."""
+        if self._bf16_copies is None:
+            return network
+        versions = [p._version for p in network.parameters()]
+        copied = self._bf16_copies.get(network)
+        if copied is None:
+            model = copy.deepcopy(network).to(torch.bfloat16)
+            model.zero_grad()  # gradients the network held are not the copy's
+            self._bf16_copies[network] = copied = [model, None]
+        if copied[1] != versions:
+            with torch.no_grad():
+                for c, p in zip(copied[0].parameters(), network.parameters()):
+                    c.copy_(p)
+            copied[1] = versions
+        return copied[0]
+
+    def _take_gradients(self) -> None:
+        """Move the gradients of the online network's bfloat16 copy (see ``_run``) to its own
+        float32 parameters, as autocast's casts would have done in the backward pass."""
+        for c, p in zip(self._run(self.network).parameters(), self.network.parameters()):
+            p.grad = c.grad.float()
+            c.grad = None
+
     def _to_input(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
         channels-last tensor on the device."""
@@ -135,8 +167,9 @@ class NeuralQLearner:
 
     def _greedy_q(self, states) -> torch.Tensor:
         """Q-values float32 (N, n_actions) of uint8 or float32 states (N, hist_len, state_dim)."""
+        network = self._run(self.network)  # outside inference mode: its copy serves backward passes too
         with torch.inference_mode(), self._autocast():
-            return self.network(self._to_input(states)).float()
+            return network(self._to_input(states)).float()
 
     def greedy(self, state: np.ndarray) -> int:
         """Argmax of Q(state, .) with uniform random tie-breaking (``greedy``).
@@ -224,10 +257,11 @@ class NeuralQLearner:
         a = torch.as_tensor(a, device=self.device)
         r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
         term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
+        network = self._run(self.network)
         with torch.no_grad(), self._autocast():
-            q2_max = self._q_values(target_net, s2).float().max(1).values
+            q2_max = self._q_values(self._run(target_net), s2).float().max(1).values
         with torch.set_grad_enabled(need_grad), self._autocast():
-            q_all = (self.network(self._to_input(s)) if need_grad else self._q_values(self.network, s)).float()
+            q_all = (network(self._to_input(s)) if need_grad else self._q_values(network, s)).float()
         q = q_all.detach().gather(1, a[:, None])[:, 0]
         delta = r / self.r_max if self.rescale_r else r
         delta = delta + self.discount * (1 - term) * q2_max - q
@@ -266,6 +300,8 @@ class NeuralQLearner:
         # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
         # imports sympy (75 MB resident) to check the gradient's shape.
         (q_all * targets).sum().backward()
+        if self._bf16_copies is not None:
+            self._take_gradients()
         self.optimizer.step()
 
     # -- validation ----------------------------------------------------------------------

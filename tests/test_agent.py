@@ -183,6 +183,32 @@ def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames):
         torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
 
 
+def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames):
+    # The agent keeps bfloat16 copies of its networks instead of letting autocast cast every
+    # weight on every pass; autocast on the float32 weights is the reference, bit for bit.
+    agent, reference = make_agent(precision="bf16"), make_agent(precision="bf16")
+    reference._bf16_copies = None
+    states = np.stack([np.stack(frames[i:i + 4]) for i in range(0, 40, 10)])
+    results = []
+    for a in (agent, reference):
+        fill(a, frames)
+        q = [a._greedy_q(states)]
+        for i in range(3):
+            a.q_learn_minibatch()
+            q.append(a._greedy_q(states))
+            if i == 1:
+                a.target_network.load_state_dict(a.network.state_dict())
+        a.sample_validation_data()
+        a.compute_validation_statistics()
+        results.append((q, [p.detach().clone() for p in a.network.parameters()],
+                        [p.grad for p in a.network.parameters()], a.v_avg, a.tderr_avg))
+    assert len(agent._bf16_copies) == 2  # the online and target networks'
+    (q, weights, grads, v_avg, tderr), (q_ref, weights_ref, grads_ref, v_avg_ref, tderr_ref) = results
+    assert not torch.equal(q[0], q[-1])  # the updates changed the greedy Q-values
+    assert all(torch.equal(x, y) for x, y in zip(q + weights + grads, q_ref + weights_ref + grads_ref))
+    assert (v_avg, tderr) == (v_avg_ref, tderr_ref) and grads[0].dtype == torch.float32
+
+
 def test_perceive_stores_transitions_only_when_training(pong_screens):
     agent = make_agent()
     a0 = agent.perceive(0, pong_screens[0], False)
