@@ -153,7 +153,8 @@ class NeuralQLearner:
 
     def _to_input(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
-        channels-last tensor on the device."""
+        channels-last tensor on the device; with bf16 on the CPU, bfloat16 at once: the values
+        autocast would cast the float32 ones to (k / 255 in float32, then rounded)."""
         x = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(frames))
         x = x.to(self.device)
         x = x.reshape(len(x), -1, INPUT_SIDE, INPUT_SIDE)
@@ -163,7 +164,8 @@ class NeuralQLearner:
         for c in range(x.shape[1]):
             nhwc[..., c] = x[:, c]
         x = nhwc.permute(0, 3, 1, 2)
-        return x.float().div_(255) if x.dtype == torch.uint8 else x.float()
+        dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
+        return x.to(dtype).div_(255) if x.dtype == torch.uint8 else x.to(dtype)
 
     def _greedy_q(self, states) -> torch.Tensor:
         """Q-values float32 (N, n_actions) of uint8 or float32 states (N, hist_len, state_dim)."""
