@@ -35,17 +35,18 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
 
     A snapshot gives networks, histories (``step_history`` rebuilt from ``eval_freq`` and
     ``learn_start``) and arguments; a ``.params.t7`` vector gives ``model`` alone, for
-    ``game`` or ``n_actions`` (inferred from its length when neither is given). The file's
-    root attributes ``converted_from`` and ``source`` record where it came from.
+    ``game``, which it does not name itself. The file's root attributes ``converted_from``
+    and ``source`` record where it came from.
 
     Args:
-        game: ROM id; for a snapshot, overrides its ``env`` argument.
+        game: ROM id; needed for a vector; for a snapshot, overrides its ``env`` argument.
         n_actions: expected action count (checked against a snapshot's network too).
         cuda_conv: a vector's convolution weights are in ``SpatialConvolutionCUDA`` order.
 
     Raises:
         torch7.LegacyError: unreadable or unsuitable file (``torch7.load_snapshot``), a frame
-            count beyond 2^53, or an action count that is not ``n_actions`` or the game's.
+            count beyond 2^53, an action count that is not ``n_actions`` or the game's, or
+            no game for a vector.
             environment.GameError: unknown game. OSError: ``target`` cannot be written.
     """
     from .torch7 import LegacyError, load_snapshot, param_vector, params_state, read_t7, whole_number
@@ -54,6 +55,8 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
     vector = param_vector(data)
     if vector is not None:
         model = params_state(vector, source, n_actions, cuda_conv=cuda_conv)
+        if not game:  # a history without one is refused by every reader
+            raise LegacyError(f"{source}: a parameter vector names no game; give one with --game")
         _check_actions(source, model, game)  # params_state checked n_actions
         hist_len = model["conv1.weight"].shape[1]
         history = {key: [] for key in HISTORY_FIELDS}
@@ -73,7 +76,7 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         summary = (f"{game}, {steps} steps, {len(rewards)} evaluations"
                    + (f", best reward {max(rewards):g}" if rewards else ""))
     frames = whole_number(steps * actrep, 0, source, "frames (steps x actrep)")
-    save_history(target, game=game or "", steps=steps, frames=frames, history=history, model=model,
+    save_history(target, game=game, steps=steps, frames=frames, history=history, model=model,
                  best_model=best, arguments=arguments, package_version=__version__,
                  attrs=dict(converted_from=source, source=SOURCE))
     return f"Converted {source} ({summary}) to {target}"
@@ -83,11 +86,10 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
                                                   max_content_width=110))
 @click.argument("source", metavar="OLD.t7")
 @click.argument("target", metavar="NEW.h5")
-@click.option("--game", "-game", "-env", "game", help="ROM id: the game of a .params.t7 (its action count is "
-              "checked), or instead of a snapshot's env")
+@click.option("--game", "-game", "-env", "game", help="ROM id: the game of a .params.t7 (needed; its action "
+              "count is checked), or instead of a snapshot's env")
 @click.option("--n-actions", "-n_actions", "n_actions", type=click.IntRange(1),
-              help="expected action count: of a .params.t7 (else inferred from its length), or checked "
-              "against a snapshot's network")
+              help="expected action count, checked against the file's network")
 @click.option("--cuda-conv", "-cuda_conv", "cuda_conv", is_flag=True,
               help="the .params.t7 comes from DeepMind's GPU network (SpatialConvolutionCUDA weight order)")
 @click.option("--overwrite", is_flag=True, help="replace NEW.h5 if it exists")

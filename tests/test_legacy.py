@@ -190,6 +190,9 @@ def test_params_vector_maps_onto_the_layers(tmp_path, params_path, weights, inpu
     assert torch.allclose(h.load_network()(inputs), direct_q(weights, inputs), atol=1e-5)
 
     assert_bad_input(run(convert_main, params_path, tmp_path / "x.h5", "--n-actions", "4"), "4 actions")
+    assert_bad_input(run(convert_main, params_path, tmp_path / "x.h5", "--n-actions", "6"),
+                     "a parameter vector names no game; give one with --game")  # no history without a game
+    assert not (tmp_path / "x.h5").exists()
     assert_bad_input(run(convert_main, params_path, tmp_path / "x.h5", "--game", "breakout"), "breakout")
 
 
