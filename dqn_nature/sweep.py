@@ -368,8 +368,17 @@ def start_ray(address: str | None):
     return ray
 
 
-@click.command(context_settings=dict(ignore_unknown_options=True, allow_extra_args=True,
-                                     help_option_names=["--help"], max_content_width=110))
+class SweepCommand(click.Command):
+    """A command that passes unknown options through and takes ``-h`` (the whole argument) for
+    ``--help``, as the other commands do: a declared ``-h`` would also take dqn-train's Lua
+    flags that start with h (``-hist_len`` as ``-h`` and ``ist_len``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, ["--help" if arg == "-h" else arg for arg in args])
+
+
+@click.command(cls=SweepCommand, context_settings=dict(ignore_unknown_options=True, allow_extra_args=True,
+                                                       help_option_names=["--help"], max_content_width=110))
 @click.option("--games", required=True, metavar="G1,G2,...", help="ale-py ROM ids, comma-separated")
 @click.option("--seeds", default="1", show_default=True, metavar="SEEDS", help="e.g. 1-5, 1,3,7 or 1-3,10")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), metavar="DIR",

@@ -373,7 +373,8 @@ def test_a_fresh_run_replaces_an_earlier_runs_evaluations_only_with_overwrite(tm
     logged = (tmp_path / "log.csv").read_bytes()
     result = CliRunner().invoke(train, [*SHORT, *logs, "--name", "second"])
     assert result.exit_code == 2 and result.stderr.endswith("error: --csv-log 'log.csv' holds an earlier run's "
-                                                            "evaluations: replace them with --overwrite, or log elsewhere\n")
+                                                            "evaluations: replace them with --overwrite, or log "
+                                                            "elsewhere\n")
     result = CliRunner().invoke(train, [*SHORT, *logs[:-4], "--tensorboard", "tb", "--name", "second"])
     assert result.exit_code == 2 and "error: --tensorboard 'tb' holds an earlier run's evaluations" in result.stderr
     assert (tmp_path / "log.csv").read_bytes() == logged and not (tmp_path / "second.h5").exists()

@@ -88,7 +88,8 @@ def test_text_attributes_are_fixed_length_and_older_files_still_read(tmp_path):
     network = convnet_atari3(6)
     save_network_params(str(tmp_path / "run.params.h5"), network)
     old = str(tmp_path / "old.h5")
-    save_history(old, game="pong", steps=300, frames=1200, history={k: [0] if k == "time_history" else [] for k in HISTORY_FIELDS},
+    no_evaluations = {k: [0] if k == "time_history" else [] for k in HISTORY_FIELDS}
+    save_history(old, game="pong", steps=300, frames=1200, history=no_evaluations,
                  model=network.state_dict(), best_model=None, arguments=arguments, package_version=__version__)
     with h5py.File(old, "a") as f:  # as dqn_nature wrote them before: h5py's variable-length strings
         for obj in (f, f["arguments"]):

@@ -118,9 +118,17 @@ def test_lua_spelled_options_pass_through():
 
 def test_without_ray_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep.importlib.util, "find_spec", lambda name: None)
-    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY])
+    # -hist_len is dqn-train's, not a -h for help
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY,
+                                                      "-hist_len", "4"])
     assert result.exit_code == 2
     assert "pip install 'dqn-nature[ray]'" in result.output
+
+
+@pytest.mark.parametrize("args", [["-h"], ["--games", "pong", "-h"]])
+def test_dash_h_is_the_sweeps_help(args):
+    result = CliRunner().invoke(sweep.sweep_command, args)
+    assert result.exit_code == 0 and "Train every GAME x SEED with dqn-train" in result.output
 
 
 @pytest.mark.parametrize("scheme", ["", "ray://"])
