@@ -34,7 +34,7 @@ def earlier_records(csv_path: str | None, tensorboard_dir: str | None) -> str | 
     """Which of the logs ``csv_path`` (``--csv-log``, a file ``csv_log_problem`` accepts) and
     ``tensorboard_dir`` (``--tensorboard``) already holds records, as the option naming it
     (e.g. ``"--csv-log 'log.csv'"``), or None when neither does: a CSV row after the header,
-    or a TensorBoard event file."""
+    or a TensorBoard event file. No Lua counterpart (DQN 3.0 logged to stdout only)."""
     if csv_path and os.path.isfile(csv_path):
         with open(csv_path, newline="") as fh:
             if sum(1 for line in fh if line.strip()) > 1:

@@ -66,7 +66,12 @@ def write_attrs(obj, values: dict) -> None:
     stored as an empty string, and strings as fixed-length UTF-8 rather than h5py's default
     variable-length type. Variable-length strings live in the file's global heap, where a few
     damaged bytes can make HDF5 (2.0.0) loop forever while reading; fixed-length ones live in
-    the object's header, under the checks that end in a one-line error."""
+    the object's header, under the checks that end in a one-line error. ``from_attr`` reads
+    both kinds back. No Lua counterpart (``torch.save`` wrote Lua tables).
+
+    Raises:
+        TypeError: a value h5py cannot store as an attribute.
+    """
     for key, value in values.items():
         value = "" if value is None else value
         if isinstance(value, str):
@@ -337,8 +342,9 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     or committing (a full file holds two float32 networks, 13.8 MB for Pong). No DQN 3.0
     counterpart.
 
-    Histories, arguments (where ``source`` has them) and root attributes are copied unchanged;
-    the root attribute ``slimmed_from`` names ``source``. ``target`` may be ``source``
+    Histories, arguments (where ``source`` has them) and root attributes are copied with their
+    values unchanged, text as ``write_attrs`` writes it (an older file's variable-length strings
+    become fixed-length); the root attribute ``slimmed_from`` names ``source``. ``target`` may be ``source``
     (replaced atomically).
 
     Args:

@@ -369,9 +369,9 @@ def start_ray(address: str | None):
 
 
 class SweepCommand(click.Command):
-    """A command that passes unknown options through and takes ``-h`` (the whole argument) for
-    ``--help``, as the other commands do: a declared ``-h`` would also take dqn-train's Lua
-    flags that start with h (``-hist_len`` as ``-h`` and ``ist_len``)."""
+    """The sweep's click command: a whole ``-h`` argument is ``--help``, as in the other
+    commands. A declared ``-h`` would also take the dqn-train Lua flags that the sweep passes
+    through and that start with h (``-hist_len`` as ``-h`` and ``ist_len``). No Lua counterpart."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, ["--help" if arg == "-h" else arg for arg in args])
