@@ -22,10 +22,12 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
         the file stores them (a history's or snapshot's ``arguments``; {} for a vector).
 
     Raises:
-        history.HistoryError (``torch7.LegacyError`` for ``.t7``): another suffix, a missing
-            or unreadable file, a checkpoint, no such network or one that is not
+        history.HistoryError (``torch7.LegacyError`` for ``.t7``): a blank path, another suffix,
+            a missing or unreadable file, a checkpoint, no such network or one that is not
             ``convnet_atari3``, or ``torchfile`` not installed.
     """
+    if not path.strip():
+        raise HistoryError(f"no network file given (the path {path!r} is blank)")
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".t7":
         from .torch7 import load_t7_network

@@ -233,6 +233,7 @@ def test_bad_input(tmp_path, networks, weights, monkeypatch):
                      f"{tmp_path / 'run.ckpt'} is a checkpoint, for dqn-train --resume; its run's networks are in the "
                      f"history written beside it, {tmp_path / 'run.h5'}")
     assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "none.h5"), "no such file")
+    assert_bad_input(dqn_test("--game", "pong", "--network", " "), "no network file given (the path ' ' is blank)")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--best"), "no best_model")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "no" / "x.gif"),
                      "cannot write --gif-file", "no folder")
