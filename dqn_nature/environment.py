@@ -19,7 +19,8 @@ ALEInterface.setLoggerMode(LoggerMode.Error)
 
 
 class GameError(ValueError):
-    """An unknown game or a missing ROM file; the message is one line for the user."""
+    """An unknown game, a missing ROM file or another game's, or pooled screens that do not fit
+    in memory; the message is one line for the user."""
 
 
 def rom_path(game: str, game_path: str | None = None) -> str:
@@ -79,7 +80,7 @@ class GameScreen:
         shape = (size, 210, 160, 3)  # every Atari 2600 screen
         try:
             self.frames = np.zeros(shape, np.uint8)
-        except MemoryError:
+        except (MemoryError, ValueError):  # ValueError: beyond NumPy's largest array
             raise GameError(f"pool size {size}: its {math.prod(shape) / 1e9:,.1f} GB of screens do not fit in "
                             "memory") from None
         self.count = 0  # frames painted since the last clear()
@@ -102,7 +103,10 @@ class GameScreen:
         if self.pool_type == "max":
             pooled = painted.max(axis=0) if len(painted) > 1 else painted[0]
             return pooled.astype(np.float32) / np.float32(255)
-        return painted.astype(np.float32).mean(axis=0) / np.float32(255)
+        # As alewrap and Torch7: each frame divided by 255 in float32 when painted, the mean
+        # summed in double, rounded to float32 and divided by the count (1 ulp from the mean of bytes / 255).
+        frames = painted.astype(np.float32) / np.float32(255)
+        return frames.sum(axis=0, dtype=np.float64).astype(np.float32) / np.float32(len(painted))
 
 
 class GameEnvironment:
@@ -117,7 +121,7 @@ class GameEnvironment:
         seed: seeds the ALE and the generator of random actions and start lengths.
 
     Raises:
-        GameError: unknown game or missing ROM.
+        GameError: unknown game, missing ROM or another game's, or a pool beyond memory.
     """
 
     def __init__(self, game: str, game_path: str | None = None, actrep: int = 4,

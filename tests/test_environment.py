@@ -6,7 +6,7 @@ import pytest
 from ale_py import roms
 
 from dqn_nature import GameEnvironment
-from dqn_nature.environment import GameError, rom_path
+from dqn_nature.environment import GameError, GameScreen, rom_path
 
 MINIMAL_ACTIONS = {"pong": [0, 1, 3, 4, 11, 12], "breakout": [0, 1, 3, 4]}
 LIVES = {"pong": 0, "breakout": 5}
@@ -170,9 +170,21 @@ def test_unknown_game_names_close_matches(game, hint):
     assert str(err.value).startswith(f"unknown game {game!r}; {hint}")
 
 
-def test_a_pool_beyond_memory_is_one_line():
-    with pytest.raises(GameError, match=r"^pool size 1000000000: its 100,800.0 GB of screens do not fit in memory$"):
-        GameEnvironment("pong", pool_size=10**9)
+@pytest.mark.parametrize("size, gigabytes", [(10**9, "100,800.0"), (10**14, "10,080,000,000.0")])
+def test_a_pool_beyond_memory_is_one_line(size, gigabytes):  # 10**14 is beyond NumPy's largest array
+    with pytest.raises(GameError, match=rf"^pool size {size}: its {gigabytes} GB of screens do not fit in memory$"):
+        GameEnvironment("pong", pool_size=size)
+
+
+def test_mean_pooling_follows_torch7_float32_steps():
+    """alewrap paints k / 255 in float32; Torch7's mean sums in double, rounds to float32 and
+    halves: bytes 1 and 2 pool to 0x3BC0C0C2, where 1.5 / 255 would be 0x3BC0C0C1."""
+    screen = GameScreen(2, "mean")
+    for value in (1, 2):
+        screen.paint_buffer()[:] = value
+    pooled = screen.grab()
+    assert pooled.dtype == np.float32
+    assert (pooled.view(np.uint32) == 0x3BC0C0C2).all()
 
 
 def test_game_path_without_rom_raises(tmp_path):
