@@ -92,7 +92,10 @@ class NeuralQLearner:
         self.network = convnet_atari3(self.n_actions, self.hist_len, p["ncols"]).to(
             self.device, memory_format=torch.channels_last)
         self.target_network = copy.deepcopy(self.network).requires_grad_(False)
-        self._target_stale = False  # an update happened since the last target copy
+        # The network may have changed since the last target copy (by an update). True at first,
+        # so that weights loaded into agent.network before the first step reach the target at
+        # step 1, as DQN 3.0's unconditional copy does.
+        self._target_stale = True
         self.optimizer = DeepMindRMSProp(self.network.parameters(), lr=self.lr, wc=float(p["wc"]))
         self.transitions = TransitionTable(self.state_dim, self.n_actions, self.hist_len,
                                            p["replay_memory"], p["bufferSize"], rng=self.rng)

@@ -74,6 +74,14 @@ def test_target_network_copied_when_num_steps_mod_target_q_is_1(pong_screens):
     assert agent.num_steps == 120
 
 
+def test_weights_loaded_before_the_first_step_reach_the_target_at_step_1(pong_screens):
+    agent = make_agent(target_q=50)
+    set_constant_q(agent.network, [0.5, -0.2, 0.1, 0, 0, 0])  # as pretrained weights loaded into agent.network
+    agent.perceive(0, pong_screens[0], False)
+    assert agent.num_steps == 1
+    assert torch.equal(agent.target_network.fc2.bias, torch.tensor([0.5, -0.2, 0.1, 0, 0, 0]))
+
+
 def test_perceive_learns_n_replay_times_every_update_freq_steps_after_learn_start(pong_screens):
     agent = make_agent(update_freq=4, n_replay=2)
     calls, learn = [], agent.q_learn_minibatch
