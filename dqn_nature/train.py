@@ -111,13 +111,16 @@ class Trainer:
         ``learn_start``, as in ``run()``; all counts in agent steps). No Lua counterpart."""
         c, agent = self.config, self.agent
         warnings = []
+        # perceive() learns when num_steps, one less than the step, is past learn_start and a
+        # multiple of update_freq.
         learning = agent.learn_start + agent.replay_restart
-        if c.steps <= learning and agent.replay_restart:
-            warnings.append(f"warning: the run ends at step {c.steps}, before learning resumes after step {learning} "
+        first_update = (learning // agent.update_freq + 1) * agent.update_freq + 1
+        if c.steps < first_update and agent.replay_restart:
+            warnings.append(f"warning: the run ends at step {c.steps}, before learning resumes at step {first_update} "
                             "(--learn-start steps refill the empty replay memory): the network is not trained further")
-        elif c.steps <= learning:
-            warnings.append(f"warning: the run ends at step {c.steps}, before learning starts after step {learning} "
-                            "(--learn-start): the network is not trained")
+        elif c.steps < first_update:
+            warnings.append(f"warning: the run ends at step {c.steps}, before learning starts at step {first_update} "
+                            "(the first update after --learn-start): the network is not trained")
         first = (max(self.step, agent.learn_start) // c.eval_freq + 1) * c.eval_freq
         if first > c.steps:
             warnings.append(f"warning: the run ends at step {c.steps}, before the next evaluation at step {first} "

@@ -449,7 +449,9 @@ def test_usage_errors_are_one_line(module, args, message, capsys):
 @pytest.mark.parametrize("steps, learn_start, eval_freq, warned, evaluations", [
     (120, 100, 120, [], [120]),
     (120, 100, 150, ["before the next evaluation at step 150"], []),
-    (100, 100, 50, ["before learning starts after step 100", "before the next evaluation at step 150"], []),
+    (100, 100, 50, ["before learning starts at step 105", "before the next evaluation at step 150"], []),
+    (104, 100, 50, ["before learning starts at step 105", "before the next evaluation at step 150"], []),
+    (105, 100, 105, [], [105]),
 ])
 def test_a_run_too_short_to_learn_or_evaluate_is_warned(tmp_path, steps, learn_start, eval_freq, warned,
                                                         evaluations):

@@ -200,7 +200,7 @@ def test_sigkill_at_random_moments_and_during_saves(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Resumed run.ckpt at step {previous}; replay memory empty: "
                                     "learning resumes after 100 steps")
-    assert (f"before learning resumes after step {previous + 100} (--learn-start steps refill the empty replay "
+    assert (f"before learning resumes at step {previous + 105} (--learn-start steps refill the empty replay "
             "memory): the network is not trained further") in result.stderr
     assert load_history(str(tmp_path / "run.h5")).steps == previous + 100
     assert checkpoint_step(tmp_path / "run.ckpt") == previous + 100
