@@ -200,7 +200,8 @@ class GameEnvironment:
         return self.get_state()
 
     def next_random_game(self, k: int | None = None) -> tuple[np.ndarray, float, bool]:
-        """``new_game()`` then ``k`` no-op frames, ``k`` uniform in 1..random_starts (``nextRandomGame``)."""
+        """``new_game()`` then ``k`` no-op frames, ``k`` uniform in 1..random_starts (1 when
+        random_starts is 0) unless given (``nextRandomGame``). Returns ``get_state()``."""
         self.new_game()
         if k is None:
             k = int(self.rng.integers(1, max(1, self.random_starts) + 1))

@@ -18,8 +18,8 @@ from .optim import DeepMindRMSProp
 from .preprocess import scale_y, to_bytes
 from .transition_table import TransitionTable
 
-# States per convolution pass of a large batch without gradient. The minibatch's size: the same
-# convolution shapes as the update's, and a peak ~20 MB under that of chunks of 100.
+# States per convolution pass of a large batch without gradient. The default minibatch's size:
+# the same convolution shapes as its updates', and a peak ~20 MB under that of chunks of 100.
 TRUNK_CHUNK = 32
 
 
