@@ -21,7 +21,7 @@ import torch
 from . import __version__
 from .config import TESTING_EP, Config
 from .environment import GameEnvironment
-from .history import HISTORY_FIELDS, save_history, save_network_params
+from .history import HISTORY_FIELDS, HistoryError, save_history, save_network_params
 from .neural_q_learner import NeuralQLearner
 
 
@@ -133,7 +133,6 @@ class Trainer:
         Raises:
             history.HistoryError: unreadable file or a network that does not fit the game.
         """
-        from .history import HistoryError
         from .networks import load_network, network_misfit
 
         state, _ = load_network(path, best)
