@@ -177,7 +177,9 @@ def parse_lua_table(text: str) -> dict:
         elif raw in ("true", "false"):
             value = raw == "true"
         elif _NUMBER.fullmatch(raw):
-            value = int(raw, 0) if re.fullmatch(r"[+-]?(\d+|0[xX][0-9a-fA-F]+)", raw) else float(raw)
+            hexadecimal = re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", raw)
+            # Lua reads 0100 as 100, where Python's int(raw, 0) refuses a leading zero.
+            value = int(raw, 16 if hexadecimal else 10) if hexadecimal or raw.lstrip("+-").isdigit() else float(raw)
         elif re.fullmatch(r"[A-Za-z_]\w*", raw):
             value = BareWord(raw)
         else:
@@ -202,11 +204,16 @@ def _coerce(f, value):
                 return value.lower() in ("1", "true")
             return bool(value)
         if kind is int:
-            if isinstance(value, float) and not value.is_integer():
+            if isinstance(value, str):  # "60000" or "6e4", not "60000.9"
+                try:
+                    return int(value)
+                except ValueError:
+                    value = float(value)
+            if isinstance(value, float) and not value.is_integer():  # inf and nan too
                 raise ValueError
-            return int(float(value)) if isinstance(value, str) else int(value)
+            return int(value)
         return kind(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: float() of a 400-digit integer
         raise ConfigError(f"{f.name}: expected {kind.__name__}, got {value!r}") from None
 
 

@@ -34,6 +34,8 @@ def test_parse_value_kinds():
     assert values == {"a": True, "b": False, "c": "max", "d": "x y", "e": 0.001, "f": 0.5, "g": 16, "h": "p,q"}
     assert type(values["a"]) is bool and type(values["g"]) is int
     assert parse_lua_table("lr=0.1; ep=1;network='a;b'") == {"lr": 0.1, "ep": 1, "network": "a;b"}
+    # Lua's tonumber: a leading zero is decimal, 0x hexadecimal.
+    assert parse_lua_table("a=0100,b=-010,c=+0x1F,d=00.5") == {"a": 100, "b": -10, "c": 31, "d": 0.5}
 
 
 @pytest.mark.parametrize("text, bad", [
@@ -85,6 +87,10 @@ def test_pool_frms():
     ({"steps": "many"}, None, "steps"),
     ({}, "lr=fast", "lr"),
     ({}, "learn_start=1000.5", "learn_start"),
+    ({"learn_start": "60000.9"}, None, "learn_start"),
+    ({}, "learn_start=inf", "learn_start"),
+    ({"steps": "nan"}, None, "steps"),
+    pytest.param({}, "lr=1" + "0" * 400, "lr", id="lr-of-401-digits"),
     ({}, "rescale_r=maybe", "rescale_r"),
 ])
 def test_wrong_types_rejected(explicit, agent_params, field):
