@@ -40,8 +40,8 @@ HISTORY_FIELDS = {
 LUA_HISTORIES = tuple(k for k in HISTORY_FIELDS if k != "step_history")  # those train_agent.lua saves
 # What reading a damaged or foreign HDF5 file raises: h5py's OSError for data that fails its
 # checksum, RuntimeError for metadata that does (links, attributes), KeyError for a missing
-# object, and ValueError or TypeError for contents of the wrong kind.
-READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+# object, and ValueError, TypeError or OverflowError (an infinite count) for contents of the wrong kind.
+READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, OverflowError)
 
 
 @contextlib.contextmanager

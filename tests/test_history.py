@@ -296,12 +296,13 @@ def test_histories_of_uneven_lengths_are_damaged(tmp_path, key, values, message)
         load_history(str(path))
 
 
-def test_a_root_attribute_of_the_wrong_type_is_damage(tmp_path):
+@pytest.mark.parametrize("steps, reason", [("abc", "invalid literal"), (np.inf, "cannot convert float infinity")])
+def test_a_root_attribute_of_the_wrong_type_is_damage(tmp_path, steps, reason):
     path = tmp_path / "run.h5"
     write(path)
     with h5py.File(path, "a") as f:
-        f.attrs["steps"] = "abc"
-    with pytest.raises(HistoryError, match=r"run.h5: damaged history file \(invalid literal"):
+        f.attrs["steps"] = steps
+    with pytest.raises(HistoryError, match=r"run.h5: damaged history file \(" + reason):
         load_history(str(path))
 
 
