@@ -81,7 +81,8 @@ def check_resources(config) -> None:
     """Refuse, before anything is allocated or written, a missing ROM, a ``--name`` too long
     for the names of its files, a replay memory the machine cannot hold, an output folder that
     cannot be written, a ``--csv-log`` or an output file that names a folder, a ``--csv-log``
-    file of other columns, or ``--tensorboard`` without its package.
+    file of other columns, one of the run's own files or one too long a name for its
+    temporary, or ``--tensorboard`` without its package.
 
     Raises:
         GameError, ConfigError.
@@ -94,7 +95,10 @@ def check_resources(config) -> None:
     problem = config.csv_log and csv_log_problem(config.csv_log)
     if problem:
         raise ConfigError(f"--csv-log {config.csv_log!r} exists and {problem}; give another file")
-    for path in (config.name + ".h5", config.name + ".ckpt"):
+    run_files = [config.name + suffix for suffix in (".h5", ".ckpt", ".params.h5")]
+    if config.csv_log and os.path.realpath(config.csv_log) in map(os.path.realpath, run_files):
+        raise ConfigError(f"--csv-log {config.csv_log!r} is one of the run's own files; give another file")
+    for path in run_files[:2]:
         if os.path.isdir(path):
             raise ConfigError(f"{path} is a folder; choose another --name")
     base = len(os.fsencode(os.path.basename(config.name)))
@@ -102,6 +106,9 @@ def check_resources(config) -> None:
     if base + suffixes > NAME_MAX:
         raise ConfigError(f"--name {config.name!r}: the files' names would be too long; give a base name of at most "
                           f"{NAME_MAX - suffixes} bytes")
+    if config.csv_log and len(os.fsencode(os.path.basename(config.csv_log))) + len(f"..tmp{PID_MAX}") > NAME_MAX:
+        raise ConfigError(f"--csv-log {config.csv_log!r}: its temporary's name would be too long; give a shorter "
+                          "file name")
     need, free = replay_bytes(config), available_memory()
     if free is not None and need > free:
         raise ConfigError(f"a replay memory of {config.replay_memory} transitions of {config.hist_len}-frame states "

@@ -6,23 +6,31 @@ import csv
 import glob
 import os
 
-from .files import append_csv_row, atomic_path
+from .files import append_csv_row, atomic_path, standard_stream, written_in_place
 from .history import LUA_HISTORIES
 
 TENSORBOARD_MISSING = "--tensorboard needs the tensorboard package: pip install 'dqn-nature[tensorboard]'"
 CSV_COLUMNS = ("step", "frames", *LUA_HISTORIES, "epsilon", "lr", "train_fps", "eval_fps")
 
 
+def _read_back(path: str) -> bool:
+    """Whether the log ``path`` is a file its rows can be read back from: an existing regular
+    file, not one written in place or through stdout or stderr (``files.append_csv_row``)."""
+    return os.path.isfile(path) and not written_in_place(path) and standard_stream(path) is None
+
+
 def csv_log_problem(path: str) -> str | None:
     """Why the existing file ``path`` cannot take this trainer's rows (not text, or a header
-    other than ``CSV_COLUMNS``, or not a regular file), or None when it can (or does not exist)."""
-    if os.path.exists(path) and not os.path.isfile(path):
+    other than ``CSV_COLUMNS``, or neither a regular file nor stdout or stderr), or None when
+    it can (or does not exist)."""
+    if os.path.exists(path) and not os.path.isfile(path) and standard_stream(path) is None:
         return "it is not a regular file"  # a device such as /dev/full would be read without end
+    if not _read_back(path):
+        return None
     try:
         with open(path, newline="") as fh:
             header = fh.readline().rstrip("\r\n")
-    except (FileNotFoundError, NotADirectoryError):  # a file in its path: cli.check_resources says so
-        return None
+            fh.read()  # all of it text: rows are read back when a resume or --overwrite drops some
     except UnicodeDecodeError:
         return "it is not a text file"
     if header and header != ",".join(CSV_COLUMNS):
@@ -35,7 +43,7 @@ def earlier_records(csv_path: str | None, tensorboard_dir: str | None) -> str | 
     ``tensorboard_dir`` (``--tensorboard``) already holds records, as the option naming it
     (e.g. ``"--csv-log 'log.csv'"``), or None when neither does: a CSV row after the header,
     or a TensorBoard event file. No Lua counterpart (DQN 3.0 logged to stdout only)."""
-    if csv_path and os.path.isfile(csv_path):
+    if csv_path and _read_back(csv_path):
         with open(csv_path, newline="") as fh:
             if sum(1 for line in fh if line.strip()) > 1:
                 return f"--csv-log {csv_path!r}"
@@ -88,8 +96,8 @@ class EvaluationLogs:
 
     def __init__(self, csv_path: str | None, tensorboard_dir: str | None, arguments: dict,
                  start_step: int = 0):
-        self.csv_path, self.writer = csv_path, None
-        if csv_path and os.path.isfile(csv_path):
+        self.csv_path, self.writer, self.rows = csv_path, None, 0
+        if csv_path and _read_back(csv_path):
             _drop_rows_after(csv_path, start_step)
         if tensorboard_dir:
             from torch.utils.tensorboard import SummaryWriter  # the optional extra; imported only when used
@@ -105,7 +113,8 @@ class EvaluationLogs:
         """
         row = evaluation_row(trainer, evaluation)
         if self.csv_path:
-            append_csv_row(self.csv_path, row)
+            append_csv_row(self.csv_path, row, first=not self.rows)
+            self.rows += 1
         if self.writer:
             for key, value in row.items():
                 if key not in ("step", "frames"):

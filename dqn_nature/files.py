@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import os
+import sys
 
 from .console import creation_problem
 
@@ -25,6 +27,19 @@ def written_in_place(path: str) -> bool:
     counterpart."""
     return os.path.abspath(path).startswith(("/dev/", "/proc/")) or (
         os.path.exists(path) and not os.path.isfile(path))
+
+
+def standard_stream(path: str):
+    """``sys.stdout`` or ``sys.stderr``, flushed, when ``path`` names its file (``/dev/stdout``,
+    or the file or pipe the stream is redirected to), else None. Such a path is to be written
+    through the stream: a file opened anew has its own offset and would write over the lines
+    printed. No Lua counterpart."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # ValueError: no file descriptor (io's)
+            if os.path.samestat(os.stat(path), os.fstat(stream.fileno())):
+                stream.flush()
+                return stream
+    return None
 
 
 def unwritable(path: str) -> str | None:
@@ -85,16 +100,31 @@ def atomic_path(path: str):
             os.close(dfd)
 
 
-def append_csv_row(path: str, row: dict) -> None:
-    """Append ``row`` to the CSV file ``path`` (header from its keys when the file is new),
-    rewriting the file atomically so a kill never leaves a partial row."""
-    existing = ""
-    if os.path.exists(path):
-        with open(path, newline="") as fh:
+def append_csv_row(path: str, row: dict, first: bool) -> None:
+    """Append ``row`` to the CSV file ``path``, after a header from its keys when the file is
+    new or empty. A regular file is rewritten atomically, so a kill never leaves a partial row,
+    and the row starts a line of its own even after a last line without its newline. A
+    ``standard_stream`` or a path ``written_in_place`` cannot be read back or replaced: the
+    row is written to it, after the header when it is the process's ``first``. No Lua
+    counterpart."""
+    stream = standard_stream(path)
+    in_place = stream is not None or written_in_place(path)
+    existing = b""
+    if not in_place and os.path.exists(path):
+        with open(path, "rb") as fh:
             existing = fh.read()
-    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
-        fh.write(existing)
-        writer = csv.DictWriter(fh, fieldnames=list(row))
-        if not existing:
-            writer.writeheader()
-        writer.writerow(row)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(row))
+    if first if in_place else not existing:
+        writer.writeheader()
+    writer.writerow(row)
+    if stream:
+        stream.write(text.getvalue())
+        stream.flush()
+    elif in_place:
+        with open(path, "a", newline="") as fh:
+            fh.write(text.getvalue())
+    else:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            fh.write(existing + (b"\n" if existing and not existing.endswith(b"\n") else b""))
+            fh.write(text.getvalue().encode())

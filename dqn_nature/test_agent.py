@@ -25,7 +25,7 @@ import numpy as np
 from .console import LuaCommand, StopRequest, fail, os_reason, run_command
 from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
 from .environment import GameEnvironment, GameError
-from .files import atomic_path, unwritable, written_in_place
+from .files import atomic_path, standard_stream, unwritable, written_in_place
 from .history import HistoryError
 
 FPS = 60  # emulator frames per second of an NTSC Atari
@@ -209,13 +209,9 @@ def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_im
     ``stack`` closes without error). Returns (functions taking a uint8 (H, W, 3) frame, csv
     writer or None). Raises OSError."""
     def open_output(path, mode, **kwargs):
-        # /dev/stdout (a pipe, or redirected to a file) is written through the stream's own file
-        # offset: a file opened anew would write from 0 over the lines printed.
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # ValueError: no file descriptor (io's)
-                if os.path.samestat(os.stat(path), os.fstat(stream.fileno())):
-                    stream.flush()
-                    return stack.enter_context(open(os.dup(stream.fileno()), mode, **kwargs))
+        stream = standard_stream(path)
+        if stream:
+            return stack.enter_context(open(os.dup(stream.fileno()), mode, **kwargs))
         return stack.enter_context(open(stack.enter_context(atomic_path(path)), mode, **kwargs))
 
     sinks, rows = [], None

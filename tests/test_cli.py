@@ -175,7 +175,7 @@ def test_tensorboard_needs_its_package(tmp_path, monkeypatch):
 
 def test_failed_log_write_warns_and_training_goes_on(tmp_path, monkeypatch):
     # A full disk is hard to come by in a test; the CSV writer reports one instead.
-    def disk_full(path, row):
+    def disk_full(path, row, first):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
     monkeypatch.setattr(eval_log, "append_csv_row", disk_full)
@@ -186,6 +186,14 @@ def test_failed_log_write_warns_and_training_goes_on(tmp_path, monkeypatch):
     assert result.stderr == "warning: evaluation at step 200 not logged (No space left on device); " \
                             "the history file keeps its figures\n"
     assert len(load_history(str(tmp_path / "run.h5")).reward_history) == 1
+
+
+def test_a_csv_log_to_stdout_goes_through_a_pipe(tmp_path):
+    result = dqn_train(tmp_path, *SHORT, "--steps", 200, "--eval-freq", 200, "--eval-steps", 20, "--name", "run",
+                       "--csv-log", "/dev/stdout")
+    assert result.returncode == 0, result.stderr
+    header, row = [line for line in result.stdout.splitlines() if "," in line]
+    assert header == ",".join(eval_log.CSV_COLUMNS) and row.startswith("200,800,")
 
 
 @pytest.mark.parametrize("earlier, args", [("run.h5", []), ("run.ckpt", []), ("run_3.h5", ["--save-versions", "5"])])
@@ -318,6 +326,8 @@ BAD_INPUTS = [
     (["--name", "afile/run"], "'afile/run'\\): '.*afile' is a file"),
     (["--csv-log", "afile/log.csv"], "'.*afile' is a file"),
     (["--csv-log", "/dev/full"], "'/dev/full' exists and it is not a regular file"),  # not read without end
+    (["--csv-log", "out/../out/run.h5"], "'out/../out/run.h5' is one of the run's own files"),
+    (["--csv-log", "c" * 240 + ".csv"], "its temporary's name would be too long"),
     (["--hist-len", "100"], r"hist_len \(100\) must be below learn_start \(100\)"),
     (["--lr", "nan"], "lr must be a finite number, not nan"),
     (["--clip-delta", "inf"], "clip_delta must be a finite number"),
@@ -389,6 +399,8 @@ def test_a_fresh_run_replaces_an_earlier_runs_evaluations_only_with_overwrite(tm
 
 
 @pytest.mark.parametrize("content, problem", [(b"\x89HDF\r\n\x1a\n\xff\xfe", "it is not a text file"),
+                                              (",".join(eval_log.CSV_COLUMNS).encode() + b"\r\n" + b"x" * 9000
+                                               + b"\xff\xfe", "it is not a text file"),  # past the header
                                               (b"a,b\n1,2\n", "its columns are not a dqn-train evaluation log's")])
 def test_a_csv_log_of_something_else_is_kept(tmp_path, monkeypatch, content, problem):
     (tmp_path / "log.csv").write_bytes(content)

@@ -3,6 +3,7 @@ and damaged checkpoints read as one clear error."""
 import os
 import re
 import subprocess
+import sys
 import types
 
 import h5py
@@ -12,7 +13,7 @@ import pytest
 from dqn_nature import __version__
 from dqn_nature.checkpoint import CheckpointError, read_header, save_checkpoint
 from dqn_nature.config import Config
-from dqn_nature.files import atomic_path
+from dqn_nature.files import append_csv_row, atomic_path
 from dqn_nature.history import HISTORY_FIELDS, load_history, save_history, save_network_params, slim_history
 from dqn_nature.network import convnet_atari3
 
@@ -42,6 +43,29 @@ def test_a_link_is_followed_and_a_device_written_directly(tmp_path):
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
     with atomic_path("/dev/stdout") as tmp:  # pytest's capture makes it a link to a regular file
         assert tmp == "/dev/stdout"
+
+
+def test_a_csv_row_gets_a_header_in_a_new_file_and_a_line_of_its_own(tmp_path):
+    path = tmp_path / "log.csv"
+    append_csv_row(str(path), {"a": 1, "b": 2}, first=False)  # first: for streams, which cannot be read back
+    assert path.read_bytes() == b"a,b\r\n1,2\r\n"
+    path.write_bytes(b"a,b")  # a header without its newline
+    append_csv_row(str(path), {"a": 3, "b": 4}, first=True)
+    assert path.read_bytes() == b"a,b\n3,4\r\n"
+
+
+def test_csv_rows_to_stdout_keep_what_is_printed(tmp_path):
+    script = ("from dqn_nature.files import append_csv_row\n"
+              "print('before')\n"
+              "append_csv_row('/dev/stdout', {'a': 1, 'b': 2}, first=True)\n"
+              "print('between')\n"
+              "append_csv_row('/dev/stdout', {'a': 3, 'b': 4}, first=False)\n")
+    expected = b"before\na,b\r\n1,2\r\nbetween\n3,4\r\n"
+    with open(tmp_path / "out.txt", "wb") as fh:  # /dev/stdout is a link to out.txt, at its own offset
+        subprocess.run([sys.executable, "-c", script], stdout=fh, check=True)
+    assert (tmp_path / "out.txt").read_bytes() == expected
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, check=True).stdout == expected
+    assert os.listdir(tmp_path) == ["out.txt"]
 
 
 @pytest.mark.parametrize("size", [500, 3000])
