@@ -455,11 +455,25 @@ def _name_label(runs) -> str:
     return os.path.commonprefix(names).rstrip("_-.0123456789") or names[0]
 
 
+def _latest_versions(runs: list) -> list:
+    """``runs`` (``History``s) with the ``--save-versions`` snapshots of each run (files in one
+    folder with its stored name and seed) reduced to the one of most steps, in its first's place."""
+    kept = {}
+    for h in runs:
+        a = h.arguments
+        key = (os.path.dirname(os.path.realpath(h.path)), a.get("name"), a.get("seed")) if a.get("save_versions") \
+            else id(h)
+        if key not in kept or h.steps > kept[key].steps:
+            kept[key] = h
+    return list(kept.values())
+
+
 def load_runs(paths, skip=None) -> list:
     """Load histories (files, or folders searched by ``history_paths``) grouped into ``RunSet``s
     by game and configuration, in order of first appearance.
 
-    Labels are the file names (their common prefix for several seeds); when a game has several
+    A run's ``--save-versions`` snapshots count once, by the one of most steps. Labels are the
+    file names (their common prefix for several seeds); when a game has several
     configurations, the arguments in which they differ are added, e.g. ``pong_fast [update_freq=1]``
     (the first ``LABEL_ARGUMENTS`` in alphabetical order, then how many more).
 
@@ -489,6 +503,7 @@ def load_runs(paths, skip=None) -> list:
         raise HistoryError(f"no readable history in {', '.join(map(str, paths))}")
     result = list(sets.values())
     for s in result:
+        s.runs = _latest_versions(s.runs)
         same_game = [o.arguments for o in result if o.game == s.game]
         differing = sorted({k for a in same_game for k in a if any(b.get(k) != a[k] for b in same_game)})
         s.label = _name_label(s.runs)

@@ -51,7 +51,7 @@ def synthetic(path, rewards, *, game="pong", first_step=50_000, eval_freq=50_000
     history = dict(reward_history=rewards, reward_counts=np.full(n, 21), episode_counts=episodes,
                    v_history=0.1 * np.arange(n) if values is None else values, td_history=np.ones(n),
                    qmax_history=np.ones(n), step_history=steps, time_history=np.arange(n + 1) * 10.0)
-    args = dict(Config(game=game).as_dict(), name=str(path)[:-3], **arguments)
+    args = {**Config(game=game).as_dict(), "name": str(path)[:-3], **arguments}
     done = int(steps[-1]) if n else first_step - 1
     save_history(str(path), game=game, steps=done, frames=done * args["actrep"], history=history, model={},
                  best_model=None, arguments=args, package_version="0.1.0")
@@ -394,6 +394,16 @@ def test_a_folder_s_unreadable_files_are_skipped_with_a_warning(tmp_path, capsys
     assert code == 0 and err.count("dqn-plot: note: skipped ") == 2
     assert Image.open(tmp_path / "f.png").size == PNG_SIZE
     expect_error(report_main, [tmp_path, tmp_path / "copying.h5"], capsys, "copying.h5")  # named: an error
+
+
+def test_the_save_versions_snapshots_of_a_run_are_one_run_its_latest(tmp_path):
+    def snapshot(seed, k):  # what --save-versions 50000 writes at step 50,000 k
+        return synthetic(tmp_path / f"run{seed}_{k}.h5", [float(k)] * k, seed=seed, save_versions=50_000,
+                         name=str(tmp_path / f"run{seed}"))
+
+    latest = [snapshot(1, 3), snapshot(2, 2)]
+    (s,) = load_runs([snapshot(1, 1), snapshot(1, 2), snapshot(2, 1), *latest])
+    assert [r.path for r in s.runs] == latest and s.notes() == []
 
 
 def test_runs_of_one_configuration_sharing_a_seed_are_noted(tmp_path, capsys):
