@@ -132,10 +132,11 @@ def parse_seeds(text: str) -> list[int]:
         if not m or (m[2] and int(m[2]) < int(m[1])):
             raise click.BadParameter(f"{part.strip()!r} is not a seed or a range like 1-5", param_hint="--seeds")
         first, last = int(m[1]), int(m[2] or m[1])
-        if last >= SEED_LIMIT or last - first + len(seeds) >= MAX_SEEDS:
+        # A seed given twice counts once; of a longer range, MAX_SEEDS + 1 seeds are enough to refuse it.
+        seeds.update(dict.fromkeys(range(first, min(last, first + MAX_SEEDS) + 1)))
+        if last >= SEED_LIMIT or len(seeds) > MAX_SEEDS:
             raise click.BadParameter(f"{part.strip()!r}: seeds are below 2^31, at most {MAX_SEEDS} of them",
                                      param_hint="--seeds")
-        seeds.update(dict.fromkeys(range(first, last + 1)))
     return list(seeds)
 
 
