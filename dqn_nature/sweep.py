@@ -15,6 +15,7 @@ import dataclasses
 import datetime
 import importlib.util
 import json
+import math
 import os
 import re
 import shlex
@@ -369,6 +370,16 @@ def start_ray(address: str | None):
     return ray
 
 
+class FiniteFloatRange(click.FloatRange):
+    """click's ``FloatRange`` without inf and nan, which it lets through (nan is in every range)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
 class SweepCommand(click.Command):
     """The sweep's click command: a whole ``-h`` argument is ``--help``, as in the other
     commands. A declared ``-h`` would also take the dqn-train Lua flags that the sweep passes
@@ -388,9 +399,9 @@ class SweepCommand(click.Command):
 @click.option("--name", "-name", metavar="NAME", help="file base name in each run folder [DQN3_0_1_<game>_FULL_Y]")
 @click.option("--address", metavar="ADDRESS", help="Ray cluster: auto, host:port or ray://host:10001 "
               "[default: a Ray instance started here]")
-@click.option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
+@click.option("--cpus-per-run", type=FiniteFloatRange(min=0, min_open=True), default=1, show_default=True,
               help="CPUs Ray reserves per run (also dqn-train --threads unless given)")
-@click.option("--gpus-per-run", type=click.FloatRange(min=0), default=0, show_default=True,
+@click.option("--gpus-per-run", type=FiniteFloatRange(min=0), default=0, show_default=True,
               help="GPUs Ray reserves per run (fractions share one); 0 also means dqn-train --gpu -1 unless given")
 @click.option("--max-concurrent", type=click.IntRange(min=0), default=0, show_default=True,
               help="runs at a time at most (0: as many as the resources allow)")

@@ -38,8 +38,13 @@ def test_parse_seeds():
     (["--args", "no_such_preset"], "no preset 'no_such_preset'"),
     (["stray"], "unexpected extra argument"),
     (["--resume", "x.ckpt"], "--resume is the sweep's to give"),
+    (["--cpus-per-run", "inf"], "Invalid value for '--cpus-per-run': 'inf' is not a finite number"),
+    (["--cpus-per-run", "nan"], "Invalid value for '--cpus-per-run': 'nan' is not a finite number"),
+    (["--cpus-per-run", "1e400"], "Invalid value for '--cpus-per-run': '1e400' is not a finite number"),
+    (["--gpus-per-run", "nan"], "Invalid value for '--gpus-per-run': 'nan' is not a finite number"),
 ])
-def test_bad_options_exit_2_before_anything_runs(tmp_path, args, message):
+def test_bad_options_exit_2_before_anything_runs(tmp_path, monkeypatch, args, message):
+    monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
     result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path / "s"), *args])
     assert result.exit_code == 2
     assert message in result.output
