@@ -455,7 +455,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
                 run.reward = float(history.reward_history[-1]) if len(history.reward_history) else None
             except HistoryError:
                 pass
-            if run.steps == config.steps or (game, seed) in done_before:
+            if run.steps >= config.steps or (game, seed) in done_before:
                 run.state = "skipped"
             runs.append(run)
     todo = [r for r in runs if r.state == "pending"]

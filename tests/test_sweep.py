@@ -3,6 +3,7 @@ command itself (marked ``ray``; about 60 s on 2 cores)."""
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -220,6 +221,16 @@ def test_rerun_skips_finished_runs(pong_and_failing_breakout):
         assert [r["state"] for r in json.load(fh)["runs"]] == ["skipped", "skipped"]
     assert [os.path.getmtime(p) for p in logs] == before
     assert "2 skipped" in result.stdout
+
+
+@pytest.mark.ray
+def test_a_run_past_the_steps_asked_for_is_skipped(pong_and_failing_breakout, tmp_path):
+    out, _, _ = pong_and_failing_breakout
+    shutil.copytree(out / "pong" / "seed1", tmp_path / "pong" / "seed1")  # at step 300
+    result = subprocess.run(["dqn-sweep", "--games", "pong", "--out", str(tmp_path), *TINY, "--steps", "200"],
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((tmp_path / "sweep.json").read_text())["runs"][0]["state"] == "skipped"
 
 
 def test_a_sweep_folder_holds_one_experiment(tmp_path):
