@@ -332,12 +332,13 @@ def check_same_experiment(path: str, options: dict) -> None:
 
 
 def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
-    """(game, seed) of the runs that a previous sweep.json with the same training arguments
-    records as finished; an unreadable record counts as none."""
+    """(game, seed) of the runs that a previous sweep.json with the same ``--name`` and
+    training arguments records as finished; an unreadable record counts as none."""
     try:
         with open(path) as fh:
             record = json.load(fh)
-        if record["arguments"]["train_args"] != arguments["train_args"]:
+        before = record["arguments"]
+        if (before["name"], before["train_args"]) != (arguments["name"], arguments["train_args"]):
             return set()
         return {(r["game"], r["seed"]) for r in record["runs"] if r["state"] in ("finished", "skipped")}
     except (OSError, ValueError, KeyError, TypeError):

@@ -233,6 +233,17 @@ def test_a_run_past_the_steps_asked_for_is_skipped(pong_and_failing_breakout, tm
     assert json.loads((tmp_path / "sweep.json").read_text())["runs"][0]["state"] == "skipped"
 
 
+@pytest.mark.ray
+def test_a_run_counts_as_finished_under_its_own_name_only(pong_and_failing_breakout, tmp_path):
+    out, _, _ = pong_and_failing_breakout
+    shutil.copytree(out / "pong" / "seed1", tmp_path / "pong" / "seed1")
+    assert dqn_sweep("--games", "pong", "--out", str(tmp_path)).returncode == 0  # recorded as skipped
+    result = dqn_sweep("--games", "pong", "--out", str(tmp_path), "--name", "other")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((tmp_path / "sweep.json").read_text())["runs"][0]["state"] == "finished"
+    assert load_history(str(tmp_path / "pong" / "seed1" / "other.h5")).steps == 300
+
+
 def test_a_sweep_folder_holds_one_experiment(tmp_path):
     _, config = sweep.train_arguments(TINY, "pong", None, 1, 0)
     sweep.write_record(str(tmp_path / "sweep.json"), dict(options=sweep.fixed_options(config)), [], "", None)
