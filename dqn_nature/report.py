@@ -50,10 +50,15 @@ def report_rows(run_sets) -> list:
     return rows
 
 
+def _unknown(value) -> bool:
+    """None, or NaN (the mean of infinite scores of both signs)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _cell(key: str, value) -> str:
     """A value as table text: blank when unknown, integers as such, scores to 1 decimal, line
     breaks in names as spaces (a cell is one line)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _unknown(value):
         return ""
     if isinstance(value, str):
         return " ".join(value.splitlines())
@@ -70,8 +75,8 @@ def _json_value(value):
 def format_rows(rows, fmt: str) -> str:
     """``rows`` of ``report_rows`` as ``text`` (aligned), ``markdown``, ``csv`` or ``json``.
 
-    CSV and JSON use the column keys and unrounded numbers (blank / null where unknown; JSON
-    also writes NaN and infinity as null). Markdown escapes ``|`` in cells as ``\\|``.
+    CSV and JSON use the column keys and unrounded numbers (blank / null where unknown, NaN
+    included; infinity is inf in CSV, null in JSON). Markdown escapes ``|`` in cells as ``\\|``.
     """
     if fmt == "json":
         return json.dumps([{k: _json_value(v) for k, v in row.items()} for row in rows], indent=2, allow_nan=False)
@@ -79,7 +84,7 @@ def format_rows(rows, fmt: str) -> str:
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
         writer.writeheader()
-        writer.writerows([{k: "" if v is None else v for k, v in row.items()} for row in rows])
+        writer.writerows([{k: "" if _unknown(v) else v for k, v in row.items()} for row in rows])
         return out.getvalue().rstrip("\n")
     table = [list(COLUMNS.values())] + [[_cell(k, row[k]) for k in COLUMNS] for row in rows]
     if fmt == "markdown":

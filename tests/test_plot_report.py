@@ -356,6 +356,8 @@ def test_report_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path, c
     (row,) = json.loads(out, parse_constant=reject)  # as strict as jq or JSON.parse
     assert row["best"] is row["last"] is row["last_std"] is row["human_normalised"] is None
     assert row["nature"] == 18.9
+    (row,) = csv.DictReader(run_cli(report_main, [*runs, "--format", "csv"], capsys)[1].splitlines())
+    assert (row["best"], row["last"], row["last_std"], row["nature"]) == ("inf", "", "", "18.9")  # NaN unknown
 
 
 def test_report_markdown_escapes_pipes_and_keeps_each_row_on_one_line(tmp_path, capsys):
