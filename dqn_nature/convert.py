@@ -16,7 +16,7 @@ def game_actions(game: str) -> int:
     return len(GameEnvironment(game, random_starts=0).get_actions())
 
 
-def _check_actions(source: str, model: dict, game: str | None, n_actions: int | None = None) -> None:
+def _check_actions(source: str, model: dict, game: str, n_actions: int | None = None) -> None:
     """Raise torch7.LegacyError where ``model``'s action count is not ``n_actions`` or ``game``'s."""
     from .networks import network_misfit
     from .torch7 import LegacyError
@@ -24,7 +24,7 @@ def _check_actions(source: str, model: dict, game: str | None, n_actions: int | 
     found = model["fc2.weight"].shape[0]
     if n_actions is not None and n_actions != found:
         raise LegacyError(f"{source}: its network has {found} actions but --n-actions is {n_actions}")
-    misfit = game and network_misfit(model, game, game_actions(game))
+    misfit = network_misfit(model, game, game_actions(game))
     if misfit:
         raise LegacyError(f"{source}: {misfit}")
 
