@@ -33,11 +33,13 @@ PID_MAX = 2**22  # the largest process id on Linux (temporaries are named .<file
 
 
 def config_options(func):
-    """Decorate a click command with one option per ``Config`` field, in both spellings."""
+    """Decorate a click command with one option per ``Config`` field, in both spellings (and a
+    ``--no-`` form for flags)."""
     for f in reversed(FIELDS):
         flags = [f"--{f.name.replace('_', '-')}", f"-{lua_name(f)}", *f.metadata["aliases"]]
         help_text = f"{f.metadata['help']} [default: {f.default}]"
-        if f.metadata["flag"]:
+        if f.metadata["flag"]:  # --no-<flag> switches it off, e.g. when resuming
+            flags[0] += f"/--no-{f.name.replace('_', '-')}"
             func = click.option(*flags, f.name, is_flag=True, default=None, help=help_text)(func)
         else:
             func = click.option(*flags, f.name, type=_CLICK_TYPES[field_type(f)], default=None,

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import h5py
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from filelock import FileLock
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dqn_nature import __version__, eval_log, load_history
-from dqn_nature.cli import resume_path, train
+from dqn_nature.cli import config_options, resume_path, train
 from dqn_nature.config import Config, resolve
 from dqn_nature.console import fail
 from dqn_nature.network import convnet_atari3
@@ -337,6 +338,15 @@ BAD_INPUTS = [
     (["--name", "out/"], "--name 'out/': give a base name"),
     (["--name", "run.h5"], "--name 'run.h5': give a base name"),
 ]
+
+
+@pytest.mark.parametrize("args, value", [([], None), (["--checkpoint-replay"], True), (["-checkpoint_replay"], True),
+                                         (["--no-checkpoint-replay"], False)])
+def test_a_flag_can_be_switched_off_as_when_resuming(args, value):
+    given = {}
+    command = click.command()(config_options(lambda **values: given.update(values)))
+    assert CliRunner().invoke(command, args).exit_code == 0
+    assert given["checkpoint_replay"] is value
 
 
 @pytest.mark.parametrize("args, named", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
