@@ -58,11 +58,48 @@ def read_t7(path: str):
         except ImportError:
             raise LegacyError(f"{path}: reading Torch7 binary files needs torchfile: "
                               "pip install 'dqn-nature[legacy]'") from None
+        _check_tensors(torchfile)
         return _plain(torchfile.load(path))
     except LegacyError:
         raise
     except Exception as e:  # torchfile raises struct.error, ValueError, EOFError... on damaged files
         raise LegacyError(f"{path}: not a readable Torch7 file ({type(e).__name__}: {e})") from None
+
+
+def _check_tensors(torchfile) -> None:
+    """Have ``torchfile`` build its tensors with ``_view``: its own tensor readers take the
+    sizes, strides and offset from the file unchecked (memory outside the storage where
+    the file is damaged). Replaces them in ``torchfile.type_handlers``, for the process."""
+    def tensor_reader(dtype):
+        def read(t7, version):  # Torch7's Tensor.c read: ndim, sizes, strides, offset + 1, storage
+            ndim = t7.read_int()
+            size, stride = t7.read_long_array(ndim), t7.read_long_array(ndim)
+            offset = t7.read_long() - 1
+            return _view(t7.read_obj(), size, stride, offset, dtype)
+        return read
+    for kind, dtype in _AsciiReader._DTYPES.items():
+        for name in (f"torch.{kind}Tensor".encode(), f"torch.Cuda{kind}Tensor".encode()):
+            if name in torchfile.type_handlers:
+                torchfile.type_handlers[name] = tensor_reader(dtype)
+
+
+def _view(storage, size: list, stride: list, offset: int, dtype) -> np.ndarray:
+    """The tensor of ``size`` and ``stride`` (in values) from the 0-based ``offset`` of
+    ``storage`` as a view of it; an empty one where ``storage`` is None or ``size`` is [].
+
+    Raises:
+        ValueError: a storage that is not one, a negative size, stride or offset, or a
+            non-empty tensor that reaches beyond its storage (a damaged file).
+    """
+    if storage is None or not size:
+        return np.empty(0, dtype)
+    if not (isinstance(storage, np.ndarray) and storage.ndim == 1 and storage.flags.c_contiguous):
+        raise ValueError(f"a tensor's storage is {describe(storage)}")
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+    if min(offset, *size, *stride) < 0 or (min(size) > 0 and last >= len(storage)):
+        raise ValueError(f"a tensor of size {tuple(size)}, stride {tuple(stride)} and offset {offset + 1} "
+                         f"does not lie within its storage of {len(storage)} values")
+    return np.lib.stride_tricks.as_strided(storage[offset:], size, [s * storage.itemsize for s in stride])
 
 
 def _plain(obj, memo=None):
@@ -185,15 +222,9 @@ class _AsciiReader:
             return values
         ndim = self._numbers(1)[0]
         size, stride = self._numbers(ndim), self._numbers(ndim)
-        offset = self._numbers(1)[0] - 1
-        storage = self.read_obj()
-        if storage is None or ndim == 0:
-            tensor = np.empty(0, dtype)
-        else:
-            tensor = np.lib.stride_tricks.as_strided(storage[offset:], size,
-                                                     [s * storage.itemsize for s in stride])
-        self.objects[index] = tensor
-        return tensor
+        offset = self._numbers(1)[0] - 1  # the file's is 1-based
+        self.objects[index] = _view(self.read_obj(), size, stride, offset, dtype)
+        return self.objects[index]
 
 
 def _number(x):

@@ -18,12 +18,13 @@ import numpy as np
 
 class Tensor:
     """A tensor of Torch class ``typename`` (``torch.FloatTensor``, ``torch.CudaTensor``...);
-    ``None``: an empty tensor (no dimensions, no storage)."""
+    ``None``: an empty tensor (no dimensions, no storage). ``layout``: (sizes, strides,
+    1-based storage offset) written instead of the array's, for damaged files."""
 
-    def __init__(self, array, typename: str = "torch.FloatTensor"):
+    def __init__(self, array, typename: str = "torch.FloatTensor", layout=None):
         dtype = np.float64 if "Double" in typename else np.float32
         self.array = None if array is None else np.ascontiguousarray(array, dtype)
-        self.typename = typename
+        self.typename, self.layout = typename, layout
 
 
 class Storage:
@@ -104,10 +105,11 @@ class Writer:
             self._numbers("i", [0])
             self._numbers("q", [1])
             return self.write(None)
-        self._numbers("i", [a.ndim])
-        self._numbers("q", a.shape)
-        self._numbers("q", [s // a.itemsize for s in a.strides])
-        self._numbers("q", [1])
+        size, stride, offset = obj.layout or (a.shape, [s // a.itemsize for s in a.strides], 1)
+        self._numbers("i", [len(size)])
+        self._numbers("q", size)
+        self._numbers("q", stride)
+        self._numbers("q", [offset])
         storage = obj.typename.replace("Tensor", "Storage")
         return self.write(Storage(a.reshape(-1), storage, a.dtype))
 

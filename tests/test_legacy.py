@@ -3,6 +3,7 @@
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -362,3 +363,32 @@ def test_reader_follows_references_and_ascii(tmp_path):
         assert back["a"] == [1, 2.5, "x", True] and back["s"] == "" and back["empty"].size == 0
         np.testing.assert_array_equal(back["again"], np.arange(6).reshape(2, 3))
         assert back["again"] is back["t"]
+
+
+
+@pytest.mark.parametrize("ascii", [False, True])
+def test_a_tensor_outside_its_storage_is_refused(tmp_path, ascii):
+    """Sizes, strides and offset come from the file: a damaged one must not give a view of other memory."""
+    for layout, found in [
+        (([1687206], [1], 1), "size (1687206,), stride (1,) and offset 1"),  # would read on past the 3 values
+        (([1687206], [100000], 1), "stride (100000,)"),  # a segmentation fault when converted
+        (([3], [1], 0), "offset 0"),  # Torch7's offsets start at 1
+        (([3], [-1], 3), "stride (-1,)"),
+        (([2, -1], [1, 1], 1), "size (2, -1)"),
+    ]:
+        t7writer.save(tmp_path / "v.params.t7", {"network": t7writer.Tensor([1, 2, 3], layout=layout)}, ascii=ascii)
+        with pytest.raises(LegacyError, match="v.params.t7: not a readable Torch7 file") as e:
+            read_t7(str(tmp_path / "v.params.t7"))
+        assert found in str(e.value) and "does not lie within its storage of 3 values" in str(e.value)
+    t7writer.save(tmp_path / "ok.t7", t7writer.Tensor([1, 2, 3], layout=([2, 2], [0, 2], 1)), ascii=ascii)
+    np.testing.assert_array_equal(read_t7(str(tmp_path / "ok.t7")), [[1, 3], [1, 3]])  # up to the last value
+
+
+def test_dqn_convert_refuses_a_tensor_outside_its_storage(tmp_path):
+    path = tmp_path / "v.params.t7"
+    t7writer.save(path, {"network": t7writer.Tensor([1, 2, 3], layout=([1687206], [100000], 1))}, ascii=True)
+    script = Path(sys.executable).with_name("dqn-convert")  # this environment's, in a process of its own
+    result = subprocess.run([script, path, tmp_path / "x.h5", "--game", "pong"], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")  # not a segmentation fault (-11)
+    assert result.stderr == (f"dqn-convert: error: {path}: not a readable Torch7 file (ValueError: a tensor of size "
+                             "(1687206,), stride (100000,) and offset 1 does not lie within its storage of 3 values)\n")
