@@ -432,16 +432,22 @@ def whole_number(value, default: int, path: str, what: str) -> int:
 
 
 def _series(value, path: str, key: str) -> list:
-    """A Lua array of numbers as a list; holes (a table with missing indices) become NaN.
+    """A Lua array of numbers as a list; holes (indices missing from a table, at most as
+    many as it holds) become NaN.
 
     Raises:
-        LegacyError: not a list of numbers, or for the counts (``reward_counts``,
-            ``episode_counts``) of whole numbers from 0 (the message names the entry).
+        LegacyError: not a list of numbers (a table missing more indices than it holds is
+            none: a damaged file), or for the counts (``reward_counts``, ``episode_counts``)
+            of whole numbers from 0 (the message names the entry).
     """
     if value is None:
         return []
     if isinstance(value, dict) and all(type(k) is int and k > 0 for k in value):
-        value = [value.get(i) for i in range(1, max(value, default=0) + 1)]
+        last = max(value, default=0)
+        if last > 2 * len(value):  # mostly holes: a list up to its last index could fill the memory
+            raise LegacyError(f"{path}: {key} is a table with indices up to {last} and {len(value)} of them "
+                              "set, not a list of numbers")
+        value = [value.get(i) for i in range(1, last + 1)]
     elif isinstance(value, np.ndarray):
         value = [_number(v) for v in value.reshape(-1).tolist()]
     if not isinstance(value, list):

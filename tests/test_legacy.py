@@ -317,6 +317,17 @@ def test_uneven_histories_are_refused(tmp_path, weights, fields, message):
     assert not (tmp_path / "x.h5").exists()
 
 
+@pytest.mark.parametrize("ascii", [False, True])
+def test_a_sparse_history_is_refused(tmp_path, weights, ascii):
+    """A table of few entries at far indices is no list: as one up to its last index, {[1e15]=1} took memory
+    without limit."""
+    for history, found in [({1: -21, 5: -18}, "indices up to 5 and 2"), ({10**6: -21}, "indices up to 1000000 and 1")]:
+        t7writer.save(tmp_path / "s.t7", {**snapshot(t7writer.dqn_network(weights)), "reward_history": history},
+                      ascii=ascii)
+        assert_bad_input(run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5"),
+                         f"s.t7: reward_history is a table with {found} of them set, not a list of numbers")
+
+
 def test_a_snapshot_before_its_first_evaluation_converts(tmp_path, weights):
     fresh = {**snapshot(t7writer.dqn_network(weights)), **{key: [] for key in HISTORIES}, "time_history": [0]}
     t7writer.save(tmp_path / "s.t7", fresh)  # as train_agent.lua saves it: time_history[1] = 0
