@@ -1,10 +1,17 @@
 """Shared fixtures: real Pong screens from the emulator (no mock of it)."""
+import os
+import sys
+
 import numpy as np
 import pytest
 import threadpoolctl
 import torch
 
 from dqn_nature import GameEnvironment
+
+# The console scripts the tests run (dqn-train, dqn-convert...) are this environment's, not
+# another installation's that comes first on PATH.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 
 @pytest.fixture(scope="session")
