@@ -268,13 +268,15 @@ def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py
     Lua counterpart (``torch.load``).
 
     Raises:
-        ``error``, one line naming ``path``: no such file, a folder, not readable as HDF5
+        ``error``, one line naming ``path``: no such file, a folder, a pipe or device, not readable as HDF5
         (damaged or truncated), root attributes that cannot be read (damaged), or another format.
     """
     if not os.path.exists(path):
         raise error(f"{path}: no such file")
     if os.path.isdir(path):
         raise error(f"{path}: a folder, not a {kind} file")
+    if not os.path.isfile(path):  # HDF5 would wait for ever on a pipe's writer
+        raise error(f"{path}: not a regular file (a pipe or a device), not a {kind} file")
     try:
         f = h5py.File(path, "r")
     except READ_ERRORS as e:

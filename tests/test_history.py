@@ -156,6 +156,14 @@ def test_damaged_metadata_is_a_history_error(tmp_path, size):
     assert not (tmp_path / "slim.h5").exists()
 
 
+def test_a_pipe_named_h5_is_skipped_not_waited_on(tmp_path):
+    write(tmp_path / "run.h5")
+    os.mkfifo(tmp_path / "pipe.h5")  # HDF5 would wait for a writer
+    result = subprocess.run(["dqn-report", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stderr == (f"dqn-report: warning: skipped {tmp_path / 'pipe.h5'}: not a "
+                                                        "regular file (a pipe or a device), not a history file\n")
+
+
 def test_slim_command_errors(tmp_path):
     (tmp_path / "x.h5").write_text("not hdf5")
     result = subprocess.run(["dqn-slim", str(tmp_path / "x.h5"), str(tmp_path / "y.h5")],
