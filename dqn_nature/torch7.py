@@ -10,6 +10,7 @@ Binary files are read with the ``torchfile`` package (the ``legacy`` extra); the
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 import numpy as np
@@ -42,8 +43,11 @@ def read_t7(path: str):
     and storages numpy arrays (views of the storage), other Torch classes ``TorchObject``.
 
     Raises:
-        LegacyError: missing or unreadable file, or ``torchfile`` not installed for a binary one.
+        LegacyError: missing or unreadable file, a pipe or device, or ``torchfile`` not installed
+            for a binary one.
     """
+    if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+        raise LegacyError(f"{path}: not a regular file (a pipe or a device)")  # a pipe's would wait for a writer
     try:
         with open(path, "rb") as fh:
             ascii_format = fh.read(2) in (b"3\n", b"4\n")  # a binary file starts with an int32 tag

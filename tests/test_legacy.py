@@ -1,9 +1,9 @@
 """DQN 3.0 ``.t7`` files: snapshots and ``.params.t7`` vectors, written byte by byte by
 ``t7writer`` (no Lua here), read back into convnet_atari3 and converted to ``.h5`` histories."""
+import os
 import resource
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -398,8 +398,15 @@ def test_a_tensor_outside_its_storage_is_refused(tmp_path, ascii):
 def test_dqn_convert_refuses_a_tensor_outside_its_storage(tmp_path):
     path = tmp_path / "v.params.t7"
     t7writer.save(path, {"network": t7writer.Tensor([1, 2, 3], layout=([1687206], [100000], 1))}, ascii=True)
-    script = Path(sys.executable).with_name("dqn-convert")  # this environment's, in a process of its own
-    result = subprocess.run([script, path, tmp_path / "x.h5", "--game", "pong"], capture_output=True, text=True)
+    result = subprocess.run(["dqn-convert", path, tmp_path / "x.h5", "--game", "pong"], capture_output=True, text=True)
     assert (result.returncode, result.stdout) == (2, "")  # not a segmentation fault (-11)
     assert result.stderr == (f"dqn-convert: error: {path}: not a readable Torch7 file (ValueError: a tensor of size "
                              "(1687206,), stride (100000,) and offset 1 does not lie within its storage of 3 values)\n")
+
+
+def test_dqn_convert_refuses_a_pipe_named_t7(tmp_path):
+    os.mkfifo(tmp_path / "run.t7")  # reading would wait for a writer
+    result = subprocess.run(["dqn-convert", tmp_path / "run.t7", tmp_path / "x.h5"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == f"dqn-convert: error: {tmp_path / 'run.t7'}: not a regular file (a pipe or a device)\n"
