@@ -135,6 +135,55 @@ def test_without_target_q_the_online_network_gives_the_targets():
     np.testing.assert_allclose(delta.numpy(), [0.99 * 0.5 - 0.5, 0.99 * 0.5 + 0.2], atol=1e-6)
 
 
+def test_get_q_update_clips_negative_deltas_too():
+    agent = make_agent(actions=[0, 1, 2])
+    set_constant_q(agent.network, [0.5, -0.2, 0.1])
+    set_constant_q(agent.target_network, [0.3, 0.5, -1.0])  # max_a target = 0.5
+    s = np.zeros((2, 4, 7056), np.uint8)
+    # delta = -1 + 0.99 (1 - term) 0.5 - Q(s, a): -1 - 0.5 = -1.5 clipped to -1; -1 + 0.495 - 0.1 = -0.605
+    _, delta, _, _ = agent.get_q_update(s, np.array([0, 2]), np.array([-1.0, -1.0]), s, np.array([1.0, 0.0]))
+    np.testing.assert_allclose(delta.numpy(), [-1.0, -0.605], atol=1e-6)
+
+
+def test_validation_statistics_on_real_frames(frames):
+    agent = make_agent()
+    fill(agent, frames)
+    agent.sample_validation_data()
+    with torch.no_grad():  # a target network unlike the online one
+        agent.target_network.fc2.bias += torch.tensor([1.0, 0, 0, 0, 0, -1.0])
+    s, a, r, s2, term = agent.valid
+
+    def q(net, x):
+        return net(torch.from_numpy(x).float().div(255).reshape(-1, 4, 84, 84)).double()
+
+    with torch.no_grad():
+        q2_max = q(agent.target_network, s2).max(1).values
+        delta = (torch.from_numpy(r).double() + 0.99 * (1 - torch.from_numpy(term).double()) * q2_max
+                 - q(agent.network, s).gather(1, torch.from_numpy(a)[:, None])[:, 0]).clamp(-1, 1)
+    agent.compute_validation_statistics()
+    assert agent.v_avg == pytest.approx(float(q2_max.mean()), rel=1e-5)  # q_max (1) * mean max_a target(s2, a)
+    assert agent.tderr_avg == pytest.approx(float(delta.abs().mean()), rel=1e-5)
+    assert float(q2_max.max() - q2_max.mean()) > 1e-4  # a mean, not the largest value, is told apart
+
+
+def test_r_max_is_the_largest_clipped_reward_not_the_largest_magnitude(pong_screens):
+    agent = make_agent(min_reward=-5, max_reward=3)
+    for reward, screen in zip([-5, 0, 2], pong_screens):
+        agent.perceive(reward, screen, False)
+    assert agent.r_max == 2  # max(1, -5, 0, 2)
+
+
+def test_validation_set_is_a_copy_that_buffer_refills_leave_alone(frames):
+    agent = make_agent()
+    fill(agent, frames)
+    agent.sample_validation_data()  # slots 0..31 of the 64-slot prefetch buffer
+    valid = copy.deepcopy(agent.valid)
+    for _ in range(8):  # 32 + 8 x 8 runs past slot 64: the buffer is refilled
+        agent.transitions.sample(agent.minibatch_size)
+    assert not np.array_equal(agent.transitions.buf_s[:32], valid[0])
+    assert all(np.array_equal(u, v) for u, v in zip(agent.valid, valid))
+
+
 def test_validation_statistics_by_hand():
     agent = make_agent(actions=[0, 1, 2])
     set_constant_q(agent.network, [0.5, -0.2, 0.1])

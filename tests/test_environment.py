@@ -207,3 +207,16 @@ def test_game_path_rom_must_be_the_games(tmp_path):
     (tmp_path / "pong.bin").write_bytes(bytes(range(256)) * 8)
     with pytest.raises(GameError, match=r"pong.bin' is no ROM that ALE knows \(unknown MD5\)"):
         GameEnvironment("pong", game_path=str(tmp_path))
+
+
+def test_step_records_lives_even_outside_training():
+    env = GameEnvironment("breakout", seed=1)
+    play_until_life_lost(env, training=False)  # a life lost without a terminal, as in an evaluation
+    assert env.ale.lives() == 4
+    _, _, terminal = env.step(env.get_actions()[0], training=True)  # NOOP: the ball is not served
+    assert terminal is False and env.ale.lives() == 4  # only a life lost in this step is terminal
+
+
+def test_mean_pool_after_a_new_game_is_the_one_frame_painted():
+    env = GameEnvironment("breakout", seed=1, pool_type="mean", pool_size=3)
+    np.testing.assert_array_equal(env.get_state()[0], env.ale.getScreenRGB().astype(np.float32) / 255)

@@ -151,3 +151,17 @@ def test_the_best_network_changes_only_on_a_strictly_better_score():
     assert list(networks) == [120, 140] and trainer.history["reward_history"] == [0.0, 0.0]
     assert not torch.equal(networks[120]["fc2.bias"], networks[140]["fc2.bias"])
     assert all(torch.equal(trainer.best_network[k], v) for k, v in networks[120].items())
+
+
+def test_pong_evaluation_counts_lost_points_and_records_its_statistics():
+    config = resolve(dict(game="pong", gpu=-1, steps=120, learn_start=100, eval_freq=120, eval_steps=300,
+                          replay_memory=1000, update_freq=1000, buffer_size=64, valid_size=32, threads=1, verbose=0))
+    trainer = train.Trainer(config, -1)
+    calls = record_calls(trainer)
+    (evaluation,) = [e.evaluation for e in trainer.run() if e.evaluation]
+    rewards = [outcome[0] for name, _, evaluating, outcome in calls if evaluating and name == "step"]
+    assert min(rewards) < 0 and evaluation.nrewards == np.count_nonzero(rewards)  # lost points count too
+    agent, h = trainer.agent, trainer.history
+    assert h["step_history"] == [120] and h["qmax_history"] == [1]  # agent steps, not frames
+    assert h["v_history"] == [agent.v_avg] and h["td_history"] == [agent.tderr_avg] and agent.v_avg != agent.tderr_avg
+    assert agent.num_steps == 120 and agent.transitions.size() == 119  # the 300 testing steps neither count nor store
