@@ -113,9 +113,10 @@ def append_csv_row(path: str, row: dict, first: bool) -> None:
     if not in_place and os.path.exists(path):
         with open(path, "rb") as fh:
             existing = fh.read()
+    header = first if in_place else not existing
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(row))
-    if first if in_place else not existing:
+    if header:
         writer.writeheader()
     writer.writerow(row)
     if stream:
