@@ -129,7 +129,7 @@ def parse_seeds(text: str) -> list[int]:
 
     seeds = {}
     for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        m = re.fullmatch(r"\s*0*(\d{1,19})\s*(?:-\s*0*(\d{1,19})\s*)?", part)  # not int() of 5,000 digits
         if not m or (m[2] and int(m[2]) < int(m[1])):
             raise click.BadParameter(f"{part.strip()!r} is not a seed or a range like 1-5", param_hint="--seeds")
         first, last = int(m[1]), int(m[2] or m[1])

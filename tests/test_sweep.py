@@ -27,7 +27,8 @@ def test_parse_seeds():
     assert sweep.parse_seeds("2-3, 10,2") == [2, 3, 10]
     assert sweep.parse_seeds("1-600,1-600,1000") == [*range(1, 601), 1000]  # a seed given twice counts once
     assert sweep.parse_seeds("1-1000") == list(range(1, 1001))
-    for bad in ("5-1", "a", "1,,2", "-3", "1-100000000", "2147483648", "1-1001", "1-600,401-1001"):
+    assert sweep.parse_seeds("007-0008") == [7, 8]
+    for bad in ("5-1", "a", "1,,2", "-3", "1-100000000", "2147483648", "1-1001", "1-600,401-1001", "9" * 5000):
         with pytest.raises(click.BadParameter):
             sweep.parse_seeds(bad)
 
