@@ -376,7 +376,6 @@ def test_reader_follows_references_and_ascii(tmp_path):
         assert back["again"] is back["t"]
 
 
-
 @pytest.mark.parametrize("ascii", [False, True])
 def test_a_tensor_outside_its_storage_is_refused(tmp_path, ascii):
     """Sizes, strides and offset come from the file: a damaged one must not give a view of other memory."""
