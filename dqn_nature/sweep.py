@@ -11,6 +11,7 @@ knows the game where the runs go to a cluster (``--address``), whose workers may
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import importlib.util
@@ -437,6 +438,7 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
         fail("Ray is not installed: pip install 'dqn-nature[ray]'")
+    from .checkpoint import CheckpointError, read_header
     from .history import HistoryError, load_history
 
     arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
@@ -454,8 +456,9 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
                 history = load_history(run.history)
                 run.steps = history.steps
                 run.reward = float(history.reward_history[-1]) if len(history.reward_history) else None
-            except HistoryError:
-                pass
+            except HistoryError:  # none yet, or --save-versions' <name>_<k>.h5: the checkpoint's step
+                with contextlib.suppress(CheckpointError):
+                    run.steps = read_header(run.checkpoint)[1]
             if run.steps >= config.steps or (game, seed) in done_before:
                 run.state = "skipped"
             runs.append(run)

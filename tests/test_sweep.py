@@ -225,11 +225,14 @@ def test_rerun_skips_finished_runs(pong_and_failing_breakout):
 
 
 @pytest.mark.ray
-def test_a_run_past_the_steps_asked_for_is_skipped(pong_and_failing_breakout, tmp_path):
+@pytest.mark.parametrize("versions", [[], ["--save-versions", "100"]])
+def test_a_run_past_the_steps_asked_for_is_skipped(pong_and_failing_breakout, tmp_path, versions):
     out, _, _ = pong_and_failing_breakout
-    shutil.copytree(out / "pong" / "seed1", tmp_path / "pong" / "seed1")  # at step 300
-    result = subprocess.run(["dqn-sweep", "--games", "pong", "--out", str(tmp_path), *TINY, "--steps", "200"],
-                            capture_output=True, text=True, timeout=240)
+    run = shutil.copytree(out / "pong" / "seed1", tmp_path / "pong" / "seed1")  # at step 300
+    if versions:  # --save-versions 100 names the history of step 300 <name>_3.h5; the checkpoint keeps <name>.ckpt
+        (run / "DQN3_0_1_pong_FULL_Y.h5").rename(run / "DQN3_0_1_pong_FULL_Y_3.h5")
+    result = subprocess.run(["dqn-sweep", "--games", "pong", "--out", str(tmp_path), *TINY, "--steps", "200",
+                             *versions], capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((tmp_path / "sweep.json").read_text())["runs"][0]["state"] == "skipped"
 
