@@ -81,7 +81,8 @@ def _open(path: str) -> h5py.File:
 
 
 def read_header(path: str) -> tuple[dict, int]:
-    """A checkpoint's stored run options and the agent step it was written at.
+    """A checkpoint's stored run options (``config`` names) and the agent step it was written
+    at. No Lua counterpart (DQN 3.0 could not resume).
 
     Raises:
         CheckpointError: missing, unreadable, damaged, truncated or foreign file.

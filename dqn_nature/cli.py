@@ -34,7 +34,7 @@ PID_MAX = 2**22  # the largest process id on Linux (temporaries are named .<file
 
 def config_options(func):
     """Decorate a click command with one option per ``Config`` field, in both spellings (and a
-    ``--no-`` form for flags)."""
+    ``--no-`` form for flags): the Lua spelling is ``train_agent.lua``'s ``cmd:option``."""
     for f in reversed(FIELDS):
         flags = [f"--{f.name.replace('_', '-')}", f"-{lua_name(f)}", *f.metadata["aliases"]]
         help_text = f"{f.metadata['help']} [default: {f.default}]"
@@ -84,7 +84,8 @@ def check_resources(config) -> None:
     for the names of its files, a replay memory the machine cannot hold, an output folder that
     cannot be written, a ``--csv-log`` or an output file that names a folder, a ``--csv-log``
     file of other columns, one of the run's own files or one too long a name for its
-    temporary, or ``--tensorboard`` without its package.
+    temporary, or ``--tensorboard`` without its package. No Lua counterpart (DQN 3.0 failed
+    where it met them).
 
     Raises:
         GameError, ConfigError.

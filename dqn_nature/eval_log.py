@@ -22,7 +22,7 @@ def _read_back(path: str) -> bool:
 def csv_log_problem(path: str) -> str | None:
     """Why the existing file ``path`` cannot take this trainer's rows (not text, or a header
     other than ``CSV_COLUMNS``, or neither a regular file nor stdout or stderr), or None when
-    it can (or does not exist)."""
+    it can (or does not exist). No Lua counterpart (DQN 3.0 logged to stdout only)."""
     if os.path.exists(path) and not os.path.isfile(path) and standard_stream(path) is None:
         return "it is not a regular file"  # a device such as /dev/full would be read without end
     if not _read_back(path):

@@ -268,8 +268,9 @@ def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py
     Lua counterpart (``torch.load``).
 
     Raises:
-        ``error``, one line naming ``path``: no such file, a folder, a pipe or device, not readable as HDF5
-        (damaged or truncated), root attributes that cannot be read (damaged), or another format.
+        ``error``, one line naming ``path``: no such file, a folder, a pipe or device, not
+        readable as HDF5 (damaged or truncated), root attributes that cannot be read
+        (damaged), or another format.
     """
     if not os.path.exists(path):
         raise error(f"{path}: no such file")
@@ -297,7 +298,8 @@ def _open(path: str) -> h5py.File:
 
 
 def load_history(path: str) -> History:
-    """Read a history written by ``save_history``.
+    """Read a history written by ``save_history`` (the counterpart of ``torch.load`` of a DQN
+    3.0 ``.t7`` snapshot's histories; ``convert`` reads those).
 
     Raises:
         HistoryError: missing, unreadable, damaged, or not a dqn_nature history file.
@@ -472,7 +474,7 @@ def _latest_versions(runs: list) -> list:
 
 def load_runs(paths, skip=None) -> list:
     """Load histories (files, or folders searched by ``history_paths``) grouped into ``RunSet``s
-    by game and configuration, in order of first appearance.
+    by game and configuration, in order of first appearance. No Lua counterpart.
 
     A run's ``--save-versions`` snapshots count once, by the one of most steps. Labels are the
     file names (their common prefix for several seeds); when a game has several

@@ -77,6 +77,7 @@ def format_rows(rows, fmt: str) -> str:
 
     CSV and JSON use the column keys and unrounded numbers (blank / null where unknown, NaN
     included; infinity is inf in CSV, null in JSON). Markdown escapes ``|`` in cells as ``\\|``.
+    No Lua counterpart.
     """
     if fmt == "json":
         return json.dumps([{k: _json_value(v) for k, v in row.items()} for row in rows], indent=2, allow_nan=False)

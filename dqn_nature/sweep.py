@@ -120,7 +120,8 @@ def _copy_lines(stream, out, seen: dict) -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """Seeds from ``1-5``, ``1,3,7`` or both (``1-3,10``), in order, without repeats.
+    """Seeds from ``1-5``, ``1,3,7`` or both (``1-3,10``), in order, without repeats, as ints.
+    No Lua counterpart.
 
     Raises:
         click.BadParameter: not of that form, a range whose end is below its start, a seed
@@ -334,7 +335,8 @@ def check_same_experiment(path: str, options: dict) -> None:
 
 def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
     """(game, seed) of the runs that a previous sweep.json with the same ``--name`` and
-    training arguments records as finished; an unreadable record counts as none."""
+    training arguments records as finished; an unreadable record counts as none. No Lua
+    counterpart (DQN 3.0 had no sweeps)."""
     try:
         with open(path) as fh:
             record = json.load(fh)
@@ -373,7 +375,8 @@ def start_ray(address: str | None):
 
 
 class FiniteFloatRange(click.FloatRange):
-    """click's ``FloatRange`` without inf and nan, which it lets through (nan is in every range)."""
+    """click's ``FloatRange`` without inf and nan, which it lets through (nan is in every range):
+    those fail as a usage error (``click.BadParameter``, exit 2). No Lua counterpart."""
 
     def convert(self, value, param, ctx):
         number = super().convert(value, param, ctx)

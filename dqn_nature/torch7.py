@@ -36,7 +36,7 @@ class LegacyError(HistoryError):
 
 # -- reading ------------------------------------------------------------------------------
 def read_t7(path: str):
-    """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii.
+    """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii (``torch.load``).
 
     Tables become dicts with ``str`` keys (lists when their keys are 1..n), strings
     ``str``, numbers int when whole and at most ``MAX_WHOLE`` in size (else float), tensors
