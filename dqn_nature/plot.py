@@ -30,6 +30,10 @@ X_LABELS = {"frames": "Training frames", "steps": "Training steps (agent steps)"
             "epochs": "Training epochs (50,000 minibatch updates)"}
 LEGEND_WIDTH = 50  # characters per line of a legend entry, so one fits its panel
 FIGSIZE = (11.0, 4.5)  # inches; the image is FIGSIZE x dpi pixels
+# The largest magnitude of a value drawn: matplotlib's axis arithmetic overflows near float64's
+# largest (1.8e308), and a band's standard deviation squares the values. No float32 network's
+# Q-value (3.4e38 at most) nor game score comes near it.
+DRAWABLE = 1e150
 
 
 class PlotError(ValueError):
@@ -79,7 +83,8 @@ def read_reference(path: str) -> dict:
     the min and max of ``mean_return`` over runs there.
 
     Raises:
-        PlotError: unreadable file, missing columns or a value that is not a finite number.
+        PlotError: unreadable file, missing columns or a value that is not a finite number
+            of magnitude at most ``DRAWABLE``.
     """
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:
@@ -92,10 +97,11 @@ def read_reference(path: str) -> dict:
             for line, row in enumerate(reader, start=2):
                 try:
                     frames, value = float(row["frames"]), float(row["mean_return"])
-                    if not (np.isfinite(frames) and np.isfinite(value)):
+                    if not (abs(frames) <= DRAWABLE and abs(value) <= DRAWABLE):  # NaN included
                         raise ValueError
                 except (TypeError, ValueError):
-                    raise PlotError(f"{path}:{line}: frames and mean_return must be finite numbers") from None
+                    raise PlotError(f"{path}:{line}: frames and mean_return must be finite numbers "
+                                    f"(of magnitude at most {DRAWABLE:g})") from None
                 points.setdefault(row["game"], {}).setdefault(frames, []).append(value)
     except OSError as e:
         raise PlotError(f"{path}: cannot read the reference CSV ({e.strerror})") from None
@@ -134,7 +140,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
 
     Raises:
         PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``),
-            mixed games, bad reference CSV, or no run with an evaluation. history.HistoryError:
+            mixed games, bad reference CSV, no run with an evaluation, or a value (or band edge)
+            beyond ``DRAWABLE`` in magnitude (a damaged history). history.HistoryError:
             a path that is not a history.
         OSError: the figure cannot be written.
     """
@@ -151,6 +158,13 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     curves = {} if reference_csv is None else read_reference(reference_csv)
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
         raise PlotError("no evaluation in any of the runs yet; nothing to plot")
+    for s in run_sets:
+        for field in ("score_history", "v_history"):
+            values = np.concatenate([getattr(run, field) for run in s.runs])
+            largest = np.abs(values[np.isfinite(values)]).max(initial=0.0)
+            if largest > DRAWABLE:
+                raise PlotError(f"{s.label}: {field} holds {largest:.3g}, too large to draw (at most "
+                                f"{DRAWABLE:g}; a damaged history?)")
     for s in run_sets:
         for message in s.notes():
             note(message)

@@ -462,3 +462,28 @@ def test_console_scripts(trained, tmp_path):
     row = list(csv.DictReader(report.stdout.splitlines()))[0]
     assert (row["game"], row["frames"], row["evaluations"]) == ("pong", "2000", "2")
     assert row["last"] == "" and "2 of 2 evaluations finished no episode" in report.stderr  # 200 steps of Pong
+
+
+def test_plot_refuses_values_too_large_to_draw_with_one_line(tmp_path, capsys):
+    """Finite values near float64's largest (a damaged file) made matplotlib's axis arithmetic
+    overflow: a traceback (ValueError, LinAlgError) after warnings, instead of one line."""
+    for field, values in (("v_history", dict(values=[1e308, -1e308])), ("score_history", dict())):
+        rewards = [1e308, -1e308] if field == "score_history" else [1.0, 2.0]
+        run = synthetic(tmp_path / "huge.h5", rewards, **values)
+        expect_error(plot_main, [run, "-o", tmp_path / "f.png"], capsys, f"huge: {field} holds 1e+308, too large to draw")
+        assert not (tmp_path / "f.png").exists()
+    run = synthetic(tmp_path / "run.h5", [1.0, 2.0])
+    bad_csv = tmp_path / "ref.csv"
+    bad_csv.write_text("game,run,frames,mean_return\npong,0,0,1e308\npong,1,0,-1e308\npong,0,1e7,0\n")
+    expect_error(plot_main, [run, "-o", tmp_path / "f.png", "--reference", bad_csv], capsys,
+                 "ref.csv:2: frames and mean_return must be finite numbers")
+    # The largest drawable values, as bands of two seeds and a reference, draw without a warning.
+    seeds = [synthetic(tmp_path / f"big{k}.h5", [1e150 * sign, -1e150 * sign], values=[1e150 * sign, -1e150 * sign],
+                       seed=k) for k, sign in ((1, 1), (2, -1))]
+    bad_csv.write_text("game,run,frames,mean_return\npong,0,0,1e150\npong,1,0,-1e150\npong,0,1e150,0\n")
+    for band in ("minmax", "std"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            code, _, _ = run_cli(plot_main, [*seeds, "-o", tmp_path / "f.png", "--band", band, "--reference", bad_csv],
+                                 capsys)
+        assert code == 0
