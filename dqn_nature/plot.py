@@ -18,7 +18,7 @@ import numpy as np
 
 from .console import fail, os_reason, run_command
 from .files import atomic_path, unwritable
-from .history import HistoryError, load_runs
+from .history import HistoryError, history_paths, load_runs
 from .scores import reference
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -139,8 +139,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             share a seed.
 
     Raises:
-        PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``),
-            mixed games, bad reference CSV, no run with an evaluation, or a value (or band edge)
+        PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``)
+            or that is one of ``paths``' histories, mixed games, bad reference CSV, no run with an evaluation, or a value (or band edge)
             beyond ``DRAWABLE`` in magnitude (a damaged history). history.HistoryError:
             a path that is not a history.
         OSError: the figure cannot be written.
@@ -151,6 +151,9 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     problem = unwritable(output)
     if problem:
         raise PlotError(f"cannot write {output}: {problem}")
+    paths = list(paths)
+    if os.path.realpath(output) in map(os.path.realpath, history_paths(paths)):  # a link to one too
+        raise PlotError(f"{output} is one of the histories to plot; write the figure to another file")
     run_sets = load_runs(paths, skip=lambda m: note(f"skipped {m}"))
     games = list(dict.fromkeys(s.game for s in run_sets))
     if len(games) > 1 and not allow_mixed:

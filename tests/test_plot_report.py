@@ -487,3 +487,19 @@ def test_plot_refuses_values_too_large_to_draw_with_one_line(tmp_path, capsys):
             code, _, _ = run_cli(plot_main, [*seeds, "-o", tmp_path / "f.png", "--band", band, "--reference", bad_csv],
                                  capsys)
         assert code == 0
+
+
+def test_plot_never_writes_the_figure_over_a_history_it_plots(tmp_path, capsys):
+    """-o naming an input history (a history saved as run.png, or a link to one) replaced the
+    history with the figure."""
+    run = synthetic(tmp_path / "run.png", [1.0, 2.0])  # load_history reads any name
+    before = Path(run).read_bytes()
+    (tmp_path / "link.png").symlink_to(run)
+    for output in (run, tmp_path / "link.png"):
+        expect_error(plot_main, [run, "-o", output], capsys, "is one of the histories to plot")
+        assert Path(run).read_bytes() == before
+    linked = tmp_path / "runs" / "link.h5"
+    linked.parent.mkdir()
+    linked.symlink_to(run)  # found in a folder
+    expect_error(plot_main, [tmp_path / "runs", "-o", run], capsys, "is one of the histories to plot")
+    assert Path(run).read_bytes() == before and load_history(run).reward_history.tolist() == [1.0, 2.0]
