@@ -432,6 +432,12 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         if not game_list:
             raise click.BadParameter("no game given", param_hint="--games")
         seed_list = parse_seeds(seeds)
+        # A folder in it could lead every run to one file (../x, /abs/x): the runs would share
+        # one history, and a run that never trained would count as finished.
+        if name and (os.path.basename(name) != name or (os.altsep and os.altsep in name) or name in (".", "..")
+                     or name.endswith((".h5", ".ckpt"))):
+            raise click.BadParameter(f"{name!r}: give a file base name, without a folder or suffix (each run's "
+                                     "files are OUT/<game>/seed<k>/NAME.h5 and .ckpt)", param_hint="--name")
         forwarded, config = train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
         for game in game_list:  # on a cluster, only the name: see the module's docstring
             rom_path(game, None if address else config.game_path)

@@ -44,6 +44,13 @@ def test_parse_seeds():
     (["--cpus-per-run", "nan"], "Invalid value for '--cpus-per-run': 'nan' is not a finite number"),
     (["--cpus-per-run", "1e400"], "Invalid value for '--cpus-per-run': '1e400' is not a finite number"),
     (["--gpus-per-run", "nan"], "Invalid value for '--gpus-per-run': 'nan' is not a finite number"),
+    # A name out of the run's folder gave every seed one file; the second run of the sweep took
+    # them all as finished.
+    (["--seeds", "1-2", "--name", "../shared"], "Invalid value for --name: '../shared': give a file base name"),
+    (["--name", "/tmp/shared"], "Invalid value for --name: '/tmp/shared': give a file base name"),
+    (["--name", "sub/run"], "Invalid value for --name: 'sub/run': give a file base name"),
+    (["--name", ".."], "Invalid value for --name: '..': give a file base name"),
+    (["--name", "run.h5"], "Invalid value for --name: 'run.h5': give a file base name"),  # dqn-train's refusal, after Ray
 ])
 def test_bad_options_exit_2_before_anything_runs(tmp_path, monkeypatch, args, message):
     monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
