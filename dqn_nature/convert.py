@@ -1,6 +1,8 @@
 """``dqn-convert``: carry a DQN 3.0 run over: ``<name>.t7`` (or ``.params.t7``) to a ``.h5`` history."""
 from __future__ import annotations
 
+import math
+
 import click
 
 from . import __version__
@@ -73,8 +75,11 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         arguments = {**snap.arguments, "game": game}
         actrep = whole_number(arguments.get("actrep"), 1, source, "actrep")
         rewards = history["reward_history"]
+        # Scores as dqn-report takes them: not NaN (a hole in the Lua table), nor an evaluation's
+        # recorded 0 where it finished no episode. max() of a list starting with NaN is NaN.
+        scores = [r for r, n in zip(rewards, history["episode_counts"]) if n > 0 and not math.isnan(r)]
         summary = (f"{game}, {steps} steps, {len(rewards)} evaluations"
-                   + (f", best reward {max(rewards):g}" if rewards else ""))
+                   + (f", best reward {max(scores):g}" if scores else ""))
     frames = whole_number(steps * actrep, 0, source, "frames (steps x actrep)")
     save_history(target, game=game, steps=steps, frames=frames, history=history, model=model,
                  best_model=best, arguments=arguments, package_version=__version__,

@@ -409,3 +409,16 @@ def test_dqn_convert_refuses_a_pipe_named_t7(tmp_path):
                             timeout=60)
     assert result.returncode == 2
     assert result.stderr == f"dqn-convert: error: {tmp_path / 'run.t7'}: not a regular file (a pipe or a device)\n"
+
+
+def test_the_summary_s_best_reward_is_of_scored_evaluations(tmp_path, weights):
+    """A hole at the first evaluation (NaN) made max() of the rewards NaN: "best reward nan";
+    an evaluation that finished no episode records a 0 that is no score."""
+    for fields, best in [(dict(reward_history={2: -20.5, 3: -18.25}), "best reward -18.25"),
+                         (dict(reward_history=[-21.0, -19.0, 0.0], episode_counts=[6, 6, 0]), "best reward -19)"),
+                         (dict(episode_counts=[0, 0, 0]), None)]:
+        t7writer.save(tmp_path / "s.t7", {**snapshot(t7writer.dqn_network(weights)), **fields})
+        result = run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5", "--overwrite")
+        assert result.exit_code == 0, result.output
+        assert "nan" not in result.output
+        assert (best in result.output) if best else "best reward" not in result.output, result.output
