@@ -470,7 +470,8 @@ def test_plot_refuses_values_too_large_to_draw_with_one_line(tmp_path, capsys):
     for field, values in (("v_history", dict(values=[1e308, -1e308])), ("score_history", dict())):
         rewards = [1e308, -1e308] if field == "score_history" else [1.0, 2.0]
         run = synthetic(tmp_path / "huge.h5", rewards, **values)
-        expect_error(plot_main, [run, "-o", tmp_path / "f.png"], capsys, f"huge: {field} holds 1e+308, too large to draw")
+        expect_error(plot_main, [run, "-o", tmp_path / "f.png"], capsys,
+                     f"huge: {field} holds 1e+308, too large to draw")
         assert not (tmp_path / "f.png").exists()
     run = synthetic(tmp_path / "run.h5", [1.0, 2.0])
     bad_csv = tmp_path / "ref.csv"

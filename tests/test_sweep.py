@@ -50,7 +50,7 @@ def test_parse_seeds():
     (["--name", "/tmp/shared"], "Invalid value for --name: '/tmp/shared': give a file base name"),
     (["--name", "sub/run"], "Invalid value for --name: 'sub/run': give a file base name"),
     (["--name", ".."], "Invalid value for --name: '..': give a file base name"),
-    (["--name", "run.h5"], "Invalid value for --name: 'run.h5': give a file base name"),  # dqn-train's refusal, after Ray
+    (["--name", "run.h5"], "Invalid value for --name: 'run.h5': give a file base name"),  # failed after Ray started
 ])
 def test_bad_options_exit_2_before_anything_runs(tmp_path, monkeypatch, args, message):
     monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
