@@ -79,6 +79,29 @@ def output_folders(config) -> dict[str, str]:
     return folders
 
 
+def lock_path(name: str) -> str:
+    """The lock file ``.<name>.lock`` that a run under ``--name`` holds (``run_lock``)."""
+    folder, base = os.path.split(name)
+    return os.path.join(folder, f".{base}.lock")
+
+
+def output_files(config) -> list[str]:
+    """The paths, existing or not, that a run under ``config`` writes and a folder there would
+    fail: its lock file, checkpoint and histories (``.params.h5`` too with
+    save_network_params); with save_versions, the numbered ones that exist already. No Lua
+    counterpart."""
+    suffixes = (".h5", ".params.h5") if config.save_network_params else (".h5",)
+    if config.save_versions:
+        prefix = config.name + "_"
+        bases = [path[:-len(suffix)] for suffix in suffixes
+                 for path in glob.glob(glob.escape(prefix) + "[0-9]*" + suffix)
+                 if path[len(prefix):-len(suffix)].isdigit()
+                 and int(path[len(prefix):-len(suffix)]) <= config.steps // config.save_versions]
+    else:
+        bases = [config.name]
+    return [lock_path(config.name), config.name + ".ckpt", *(b + s for b in bases for s in suffixes)]
+
+
 def check_resources(config) -> None:
     """Refuse, before anything is allocated or written, a missing ROM, a ``--name`` too long
     for the names of its files, a replay memory the machine cannot hold, an output folder that
@@ -101,7 +124,7 @@ def check_resources(config) -> None:
     run_files = [config.name + suffix for suffix in (".h5", ".ckpt", ".params.h5")]
     if config.csv_log and os.path.realpath(config.csv_log) in map(os.path.realpath, run_files):
         raise ConfigError(f"--csv-log {config.csv_log!r} is one of the run's own files; give another file")
-    for path in run_files[:2]:
+    for path in output_files(config):
         if os.path.isdir(path):
             raise ConfigError(f"{path} is a folder; choose another --name")
     base = len(os.fsencode(os.path.basename(config.name)))
@@ -193,13 +216,14 @@ def run_lock(name: str):
     """Hold the hidden file ``.<name>.lock`` beside the run's files while the block runs (then
     remove it), so that a second ``dqn-train`` under the same ``--name`` stops with an error
     (exit 2) instead of replacing this run's files. A killed run leaves the file unlocked."""
-    folder, base = os.path.split(name)
-    lock = FileLock(os.path.join(folder, f".{base}.lock"), timeout=0)
+    lock = FileLock(lock_path(name), timeout=0)
     try:
         lock.acquire()
     except Timeout:
         fail(f"another dqn-train is running under --name {name} (it holds {lock.lock_file}); "
              "wait for it or choose another --name")
+    except OSError as e:  # a folder of that name, say (check_resources refuses one found before)
+        fail(f"cannot create the lock file {lock.lock_file} of --name {name}: {os_reason(e)}")
     try:
         yield
     finally:
@@ -245,6 +269,11 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     """
     from .checkpoint import CheckpointError, read_header
 
+    # From here a signal is recorded, not raised: a KeyboardInterrupt raised inside h5py while
+    # the checkpoint (or --network) is read was swallowed there, and the run went on, or ended
+    # in a traceback. The run stops once it is set up, before its first step, writing nothing.
+    stop = StopRequest(lambda: "stopping once the run is set up, before it writes anything; a second signal "
+                       "exits at once")
     try:
         changes = layered(explicit_options(ctx, values), find_preset(preset) if preset else None,
                           agent_params, pool_frms)
@@ -292,14 +321,16 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
             listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
             click.echo(f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the "
                        "same numbers: --overwrite replaces files as they are written", err=True)
-        run_training(config, gpu, checkpoint if resume else None)
+        run_training(config, gpu, checkpoint if resume else None, stop)
 
 
-def run_training(config, gpu: int, checkpoint: str | None) -> None:
+def run_training(config, gpu: int, checkpoint: str | None, stop: StopRequest) -> None:
     """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving
     the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops early.
     The resolved arguments are listed (verbose >= 1) once the ``Trainer``, with its
-    ``--network``, is built and the checkpoint restored. The loop of ``train_agent.lua``."""
+    ``--network``, is built and the checkpoint restored. ``stop``: the signal handler, already
+    installed; a signal that came before the first step stops the run with nothing written.
+    The loop of ``train_agent.lua``."""
     from . import train as training
     from .checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 
@@ -317,6 +348,10 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
                        + ("restored" if replay else f"empty: learning resumes after {config.learn_start} steps"))
     except (GameError, HistoryError, CheckpointError) as e:
         fail(str(e))
+    stop_before_training(stop, checkpoint)  # before the logs, which drop rows a resumed run will write again
+    # An evaluation is one step of the loop: minutes at the paper's eval_steps.
+    stop.delay = lambda: ("stopping when the evaluation in progress ends; a second signal exits at once, "
+                          "losing the steps since the last checkpoint" if trainer.evaluating else None)
     for warning in trainer.schedule_warnings():
         click.echo(warning, err=True)
     checkpoint_path = config.name + ".ckpt"
@@ -330,9 +365,6 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
         logs = EvaluationLogs(config.csv_log, config.tensorboard, config.as_dict(), start_step=trainer.step)
     except OSError as e:
         fail(f"cannot prepare the evaluation logs: {os_reason(e)}")
-    # An evaluation is one step of the loop: minutes at the paper's eval_steps.
-    stop = StopRequest(lambda: "stopping when the evaluation in progress ends; a second signal exits at once, "
-                       "losing the steps since the last checkpoint" if trainer.evaluating else None)
     progress = Progress(trainer)
     try:
         for event in trainer.run():
@@ -359,6 +391,15 @@ def run_training(config, gpu: int, checkpoint: str | None) -> None:
              code=1)
     progress.close()
     logs.close()
+
+
+def stop_before_training(stop: StopRequest, checkpoint: str | None) -> None:
+    """Exit with 128 + signal where ``stop`` has recorded one, before the run's first step: no
+    file of the run has been written (a resumed run's files are as they were). No Lua counterpart."""
+    if stop.signum is not None:
+        kept = f"; {checkpoint} is as it was" if checkpoint else ""
+        click.echo(f"Stopped by {stop.name} before training: nothing written{kept}", err=True)
+        sys.exit(128 + stop.signum)
 
 
 def main(args=None) -> None:

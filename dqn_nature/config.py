@@ -122,6 +122,7 @@ def field_type(f) -> type:
     return args[0] if args else f.type
 
 
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32: the network's and optimiser's numbers
 SEED_LIMIT = 2**31  # seeds are below it: the emulator's seed is a C int
 TESTING_EP = 0.05  # the exploration rate of train_agent.lua's evaluations
 # Every option under its Python and its Lua name.
@@ -366,6 +367,9 @@ def validate(c: Config) -> None:
         value = getattr(c, f.name)
         if field_type(f) is float and value is not None and not math.isfinite(value):
             raise ConfigError(f"{f.name} must be a finite number, not {value}")
+        if field_type(f) is float and value is not None and abs(value) > FLOAT32_MAX:
+            # the agent computes in float32: a larger lr, wc or clip_delta failed the first update
+            raise ConfigError(f"{f.name} is out of range (|value| <= {FLOAT32_MAX:.7g}, float32's largest): {value}")
         if field_type(f) is int and value is not None and abs(value) >= 2**63:
             raise ConfigError(f"{f.name} is out of range (|value| < 2^63, the history's integers): {value}")
     if not 0 <= c.seed < SEED_LIMIT:

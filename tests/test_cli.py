@@ -332,6 +332,11 @@ BAD_INPUTS = [
     (["--hist-len", "100"], r"hist_len \(100\) must be below learn_start \(100\)"),
     (["--lr", "nan"], "lr must be a finite number, not nan"),
     (["--clip-delta", "inf"], "clip_delta must be a finite number"),
+    # beyond float32, where the agent computes: each failed the first update with a traceback
+    (["--lr", "1e39"], r"lr is out of range \(\|value\| <= 3.402823e\+38, float32's largest\): 1e\+39"),
+    (["--agent-params", "wc=1e300"], "wc is out of range"),
+    (["--clip-delta", "1e39"], "clip_delta is out of range"),
+    (["--lr-end", "1e300", "--lr-endt", "1"], "lr_end is out of range"),
     (["--agent-params", "lr_end=-1"], "lr_end must not be negative"),
     (["--gpu", "-7"], "gpu must be -1"),
     (["--verbose", "-3"], "verbose must not be negative"),
@@ -379,11 +384,76 @@ def test_resume_takes_a_checkpoint_a_run_name_or_its_history(tmp_path, monkeypat
     assert resume_path("run_2.h5") == "run_2.ckpt"
 
 
-def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch):
-    (tmp_path / "run.h5").mkdir()
+@pytest.mark.parametrize("folder, args", [
+    ("run.h5", []), ("run.ckpt", []),
+    # these were met at the first save (exit 1, the steps before it lost), or as the lock was taken (a traceback)
+    ("run.params.h5", ["--save-network-params"]), ("run_1.h5", ["--save-versions", "5"]),
+    ("run_1.params.h5", ["--save-versions", "5", "--save-network-params"]), (".run.lock", [])])
+def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch, folder, args):
+    (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--save-freq", "5", "--name", "run", *args])
+    assert result.exit_code == 2 and result.stderr.endswith(f"error: {folder} is a folder; choose another --name\n")
+    assert files_under(tmp_path) == [folder]
+
+
+def test_a_numbered_history_the_run_does_not_reach_may_be_a_folder(tmp_path, monkeypatch):
+    (tmp_path / "run_3.h5").mkdir()  # steps 10 // save_versions 5: run_1.h5 and run_2.h5 only
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--save-freq", "5", "--name", "run",
+                                        "--save-versions", "5"])
+    assert result.exit_code == 0, result.stderr
+    assert files_under(tmp_path) == ["run.ckpt", "run_1.h5", "run_2.h5", "run_3.h5"]
+
+
+def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
+    from dqn_nature import cli
+
+    monkeypatch.setattr(cli, "check_resources", lambda config: None)  # as if the folder came after the checks
+    (tmp_path / ".run.lock").mkdir()
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
-    assert result.exit_code == 2 and result.stderr.endswith("error: run.h5 is a folder; choose another --name\n")
+    assert result.exit_code == 2 and result.stderr.endswith(
+        f"error: cannot create the lock file .run.lock of --name run: {os.strerror(errno.EISDIR)}\n"), result.stderr
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_signal_while_the_run_is_set_up_stops_it_before_training(tmp_path, monkeypatch, resume):
+    # A KeyboardInterrupt raised inside h5py as the checkpoint (or --network) is read was swallowed
+    # there ("Exception ignored in ..."): the run went on to the end, exit 0. The signal came in
+    # while h5py read; here the reading function gets it, and swallows the KeyboardInterrupt as h5py did.
+    import signal
+    import time
+
+    from dqn_nature import checkpoint, train as training
+
+    monkeypatch.chdir(tmp_path)
+    run = [*SHORT, "--steps", "10", "--name", "run"]
+    if resume:
+        assert CliRunner().invoke(train, run).exit_code == 0
+        run = ["--resume", "run", "--steps", "20"]
+    saved = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    patched, reading = (checkpoint, "restore_checkpoint") if resume else (training.Trainer, "__init__")
+    read = getattr(patched, reading)
+
+    def interrupted(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(patched, reading, interrupted)
+    try:
+        result = CliRunner().invoke(train, run)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert result.exit_code == 130, result.output
+    assert "SIGINT: stopping once the run is set up, before it writes anything" in result.stderr
+    assert result.stderr.endswith("Stopped by SIGINT before training: nothing written"
+                                  + ("; run.ckpt is as it was\n" if resume else "\n")), result.stderr
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == saved
 
 
 def test_a_fresh_run_replaces_an_earlier_runs_evaluations_only_with_overwrite(tmp_path, monkeypatch):
