@@ -317,6 +317,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
         if warning := training.precision_warning(config.precision, gpu):
             click.echo(warning, err=True)
+        if config.best and not config.network:  # ignored, as the Lua's -best is without -network
+            click.echo("warning: --best has no effect without --network: the run starts from random weights",
+                       err=True)
         if overwrite and not continuing and (numbered := numbered_histories(config)):
             listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
             click.echo(f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the "

@@ -397,6 +397,13 @@ def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch, folder, args):
     assert files_under(tmp_path) == [folder]
 
 
+def test_best_without_network_is_a_warning(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", "--best"])
+    assert result.exit_code == 0, result.stderr
+    assert "warning: --best has no effect without --network" in result.stderr
+
+
 def test_a_numbered_history_the_run_does_not_reach_may_be_a_folder(tmp_path, monkeypatch):
     (tmp_path / "run_3.h5").mkdir()  # steps 10 // save_versions 5: run_1.h5 and run_2.h5 only
     monkeypatch.chdir(tmp_path)
