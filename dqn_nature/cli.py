@@ -80,7 +80,8 @@ def output_folders(config) -> dict[str, str]:
 
 
 def lock_path(name: str) -> str:
-    """The lock file ``.<name>.lock`` that a run under ``--name`` holds (``run_lock``)."""
+    """The lock file ``.<name>.lock`` that a run under ``--name`` holds (``run_lock``). No Lua
+    counterpart."""
     folder, base = os.path.split(name)
     return os.path.join(folder, f".{base}.lock")
 
@@ -88,18 +89,15 @@ def lock_path(name: str) -> str:
 def output_files(config) -> list[str]:
     """The paths, existing or not, that a run under ``config`` writes and a folder there would
     fail: its lock file, checkpoint and histories (``.params.h5`` too with
-    save_network_params); with save_versions, the numbered ones that exist already. No Lua
-    counterpart."""
+    save_network_params); with save_versions, the numbered ones up to the run's last number
+    that exist already. No Lua counterpart."""
     suffixes = (".h5", ".params.h5") if config.save_network_params else (".h5",)
     if config.save_versions:
-        prefix = config.name + "_"
-        bases = [path[:-len(suffix)] for suffix in suffixes
-                 for path in glob.glob(glob.escape(prefix) + "[0-9]*" + suffix)
-                 if path[len(prefix):-len(suffix)].isdigit()
-                 and int(path[len(prefix):-len(suffix)]) <= config.steps // config.save_versions]
+        last = config.steps // config.save_versions
+        histories = [path for suffix in suffixes for k, path in numbered_files(config, suffix) if k <= last]
     else:
-        bases = [config.name]
-    return [lock_path(config.name), config.name + ".ckpt", *(b + s for b in bases for s in suffixes)]
+        histories = [config.name + suffix for suffix in suffixes]
+    return [lock_path(config.name), config.name + ".ckpt", *histories]
 
 
 def check_resources(config) -> None:
@@ -191,17 +189,19 @@ class Progress:
         self.bar.close()
 
 
-def numbered_histories(config) -> list[str]:
-    """The ``<name>_<k>.h5`` files under ``--name``, in order of k; none without save_versions."""
+def numbered_files(config, suffix: str = ".h5") -> list[tuple[int, str]]:
+    """(k, path) of the ``<name>_<k><suffix>`` files under ``--name``, in order of k; none
+    without save_versions. No Lua counterpart."""
     if not config.save_versions:
         return []
     prefix = config.name + "_"
+    found = ((path[len(prefix):-len(suffix)], path) for path in glob.glob(glob.escape(prefix) + "[0-9]*" + suffix))
+    return sorted((int(k), path) for k, path in found if k.isdigit())
 
-    def number(path):
-        return path[len(prefix):-len(".h5")]
 
-    paths = glob.glob(glob.escape(prefix) + "[0-9]*.h5")
-    return sorted((p for p in paths if number(p).isdigit()), key=lambda p: int(number(p)))
+def numbered_histories(config) -> list[str]:
+    """The ``<name>_<k>.h5`` files under ``--name``, in order of k; none without save_versions."""
+    return [path for _, path in numbered_files(config)]
 
 
 def earlier_run(config) -> str | None:

@@ -365,11 +365,12 @@ def validate(c: Config) -> None:
             raise ConfigError(f"{name} must be positive, not {getattr(c, name)}")
     for f in FIELDS:
         value = getattr(c, f.name)
-        if field_type(f) is float and value is not None and not math.isfinite(value):
-            raise ConfigError(f"{f.name} must be a finite number, not {value}")
-        if field_type(f) is float and value is not None and abs(value) > FLOAT32_MAX:
-            # the agent computes in float32: a larger lr, wc or clip_delta failed the first update
-            raise ConfigError(f"{f.name} is out of range (|value| <= {FLOAT32_MAX:.7g}, float32's largest): {value}")
+        if field_type(f) is float and value is not None:
+            if not math.isfinite(value):
+                raise ConfigError(f"{f.name} must be a finite number, not {value}")
+            if abs(value) > FLOAT32_MAX:  # the agent computes in float32: the first update failed
+                raise ConfigError(f"{f.name} is out of range (|value| <= {FLOAT32_MAX:.7g}, float32's largest): "
+                                  f"{value}")
         if field_type(f) is int and value is not None and abs(value) >= 2**63:
             raise ConfigError(f"{f.name} is out of range (|value| < 2^63, the history's integers): {value}")
     if not 0 <= c.seed < SEED_LIMIT:
