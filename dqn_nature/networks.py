@@ -36,9 +36,9 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
     if path.lower().endswith(".params.h5"):
         from .torch7 import params_state
 
+        vector, hist_len = load_network_params(path)
         if best:
             raise HistoryError(f"{path}: a parameter vector holds one network, not a best one")
-        vector, hist_len = load_network_params(path)
         return params_state(vector, path, hist_len=hist_len), {}
     if suffix == ".h5":
         history = load_history(path)

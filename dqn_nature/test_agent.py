@@ -304,8 +304,12 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
         fail(f"--pool-frms {pool_frms!r}: {e}")
     run = {k: stored[k] for k in RUN_OPTIONS if stored.get(k) is not None and k not in given}
     merged = {**run, **given}
-    # The stored options are checked on their own first, so that an error names their file.
-    for values, source in (({**run, "game": merged.get("game")}, f"{network}: "), (merged, "")):
+    # The stored options are checked on their own first, so that an error names their file;
+    # with the game to be played, which build requires (a missing one is the user's to give).
+    checks = ((merged, ""),)
+    if merged.get("game"):
+        checks = (({**run, "game": merged["game"]}, f"{network}: "),) + checks
+    for values, source in checks:
         try:
             options = build(values)
         except ConfigError as e:

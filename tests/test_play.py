@@ -245,6 +245,10 @@ def test_bad_input(tmp_path, networks, weights, monkeypatch):
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "x.png"), "use a .gif file")
     assert_bad_input(dqn_test("--game", "pongg", "--network", h5), "unknown game")
     assert_bad_input(dqn_test("--network", h5), "no game given: use --game")  # its history stores none
+    # A blank --game is the user's error, not the history's; a missing vector is missing, --best or not.
+    assert_bad_input(dqn_test("--game", "", "--network", h5), ": error: no game given")
+    assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "none.params.h5", "--best"),
+                     "none.params.h5: no such file")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", 'type="min"'), "pool_type", "min")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size="), "--pool-frms", "malformed")
     for i, (stored, error) in enumerate(((dict(actrep=0), "actrep must be positive"),
