@@ -19,7 +19,8 @@ def shrink_plan(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     branch of ``Main_scaleLinear_rowcol``): each output cell averages the source cells it
     covers, the partly covered end cells weighted by their covered fraction. The cell bounds
     are float32 multiples of float32 ``n_in / n_out``, so a weight can differ from the exact
-    fraction (1.5e-6 at 160 -> 84: source 158 weighs 0.0500036 in output 82, not 0.05).
+    fraction (at 160 -> 84, source 158 has weight 0.0952454 in output 82, not 2/21 = 0.0952381:
+    0.0500036 of the average, not 0.05).
 
     Returns:
         ``(index, weight, count)``: int64 and float32 (K, n_out), the source cell and weight of
@@ -85,5 +86,6 @@ def scale_y(screen: np.ndarray) -> np.ndarray:
 
 
 def to_bytes(state: np.ndarray) -> np.ndarray:
-    """Store a preprocessed state as the Lua does: uint8 ``trunc(255 * y)``, same shape."""
+    """Store a preprocessed state as the Lua does: uint8 ``trunc(255 * y)``, same shape
+    (``TransitionTable:add_recent_state``'s ``s:clone():float():mul(255):byte()``)."""
     return (state * np.float32(255)).astype(np.uint8)
