@@ -63,7 +63,8 @@ class AtariEnv:
         return self._observe()
 
     def step(self, action: int):
-        """Repeat ``action`` (an index) 4 frames; returns (stack, reward, done)."""
+        """Repeat ``action`` (an index in the minimal set) ``repeat`` frames, stopping at a lost life or
+        game over; returns (uint8 (4, 84, 84) stack, unclipped reward sum, done)."""
         reward = 0.0
         for k in range(self.repeat):
             reward += self.ale.act(self.actions[action])
@@ -88,6 +89,7 @@ class ReplayBuffer:
         self.size, self.pos, self.full = size, 0, False
 
     def add(self, obs, next_obs, action, reward, done):
+        """Store one transition (stacks uint8 (4, 84, 84)), overwriting the oldest when full."""
         i = self.pos
         self.obs[i], self.next_obs[i] = obs, next_obs
         self.actions[i], self.rewards[i], self.dones[i] = action, reward, done
@@ -95,6 +97,8 @@ class ReplayBuffer:
         self.full = self.full or self.pos == 0
 
     def sample(self, n: int, device):
+        """``n`` transitions drawn with replacement, as tensors on ``device``: obs uint8 (n, 4, 84, 84),
+        actions int64 (n,), rewards float32 (n,), next_obs uint8 (n, 4, 84, 84), dones float32 (n,)."""
         idx = np.random.randint(0, self.size if self.full else self.pos, n)
         return tuple(torch.from_numpy(x[idx]).to(device)
                      for x in (self.obs, self.actions, self.rewards, self.next_obs, self.dones))

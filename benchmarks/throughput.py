@@ -51,10 +51,12 @@ class Clock:
             torch.cuda.synchronize()
 
     def start(self):
+        """Start timing."""
         self._sync()
         self.wall, self.cpu = time.perf_counter(), time.process_time()
 
     def stop(self) -> tuple[float, float]:
+        """(wall, process CPU) seconds since ``start()``."""
         self._sync()
         return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
@@ -132,6 +134,7 @@ def report_components(costs: dict, loop_rates: tuple[float, float], epsilon: flo
 
 
 def rates(steps_per_s: tuple[float, float]) -> str:
+    """(steps per wall second, per CPU second) as text, with frames/s at actrep 4."""
     wall, cpu = steps_per_s
     return f"{wall:7.1f} steps/s ({4 * wall:6.0f} frames/s), {cpu:7.1f} steps per CPU s"
 

@@ -45,7 +45,8 @@ def _read(group: h5py.Group) -> dict:
 
 
 def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = False) -> None:
-    """Write ``trainer``'s full state to ``path`` atomically.
+    """Write ``trainer``'s (a ``train.Trainer``) full state to ``path`` atomically. No Lua
+    counterpart.
 
     Args:
         replay: include the replay memory (up to 7 GB), copied in chunks of ``CHUNK_ROWS``
@@ -95,7 +96,8 @@ def restore_checkpoint(path: str, trainer) -> bool:
     """Put the run of checkpoint ``path`` into ``trainer`` (built with its arguments).
 
     The replay memory is read in chunks straight into the table's arrays. Returns whether
-    it was in the checkpoint; if not, the memory refills as at the start of a run.
+    it was in the checkpoint; if not, the memory refills as at the start of a run. No Lua
+    counterpart.
 
     Raises:
         CheckpointError: damaged, truncated or foreign file.

@@ -54,7 +54,8 @@ def explicit_options(ctx: click.Context, values: dict) -> dict:
 
 
 def find_preset(name: str) -> str:
-    """Path of preset ``name``: a file, or ``args/<name>[.toml]`` here or in the project.
+    """Path of preset ``name``: a file, or ``args/<name>[.toml]`` here or in the project. No Lua
+    counterpart (the ``run_gpu`` script).
 
     Raises:
         ConfigError: no such preset.
@@ -150,7 +151,7 @@ def check_resources(config) -> None:
 
 class Progress:
     """A tqdm bar on a terminal, else a line every ``prog_freq`` steps; ``agent:report()``
-    norms at verbose >= 2."""
+    norms at verbose >= 2 (``train_agent.lua``'s progress prints)."""
 
     def __init__(self, trainer):
         self.trainer, c = trainer, trainer.config
@@ -186,6 +187,7 @@ class Progress:
             self.write(event.evaluation.summary())
 
     def close(self):
+        """Close the bar."""
         self.bar.close()
 
 

@@ -8,6 +8,7 @@ import sys
 def _entry(module: str):
     """The entry point that runs ``dqn_nature.<module>.main()``, imported on the call."""
     def main():
+        """Run the command; a Ctrl-C while it is imported exits 130. No Lua counterpart."""
         try:
             command = importlib.import_module(f"dqn_nature.{module}").main
         except KeyboardInterrupt:

@@ -29,7 +29,8 @@ def option(default, help, lua=None, agent=False, flag=False, choices=None, alias
 
 @dataclass
 class Config:
-    """Every option of a training run. Steps are agent steps (frames = steps x actrep)."""
+    """Every option of a training run (``train_agent.lua``'s ``cmd:option``s and NeuralQLearner's
+    ``agent_params``). Steps are agent steps (frames = steps x actrep)."""
 
     # -- train_agent.lua options -------------------------------------------------------
     game: typing.Optional[str] = option(None, "ale-py ROM id of the game (pong, breakout, ...)", lua="env",
@@ -156,10 +157,11 @@ def parse_lua_table(text: str) -> dict:
 
     Fields are separated by ``,`` or ``;`` (as in Lua). Values are numbers (int when
     integral in form), quoted strings, ``true``/``false``, or a ``BareWord``. Braces around
-    the body are allowed.
+    the body are allowed. Ports ``initenv.lua``'s ``str_to_table``, which ran the body as Lua.
 
     Raises:
-        ConfigError: naming the part that is not ``key=value``.
+        ConfigError: naming the part that is not ``key=value``, an unterminated string or
+            another value.
     """
     body = text.strip()
     if body.startswith("{") and body.endswith("}"):
@@ -243,10 +245,12 @@ def _named(values: dict, source: str) -> dict:
 
 def agent_params_from_lua(text: str) -> dict:
     """Options from an ``agent_params`` string. ``network`` is the architecture when it
-    names ``convnet_atari3`` and a pretrained network file otherwise, as in the Lua.
+    names ``convnet_atari3`` and a pretrained network file otherwise, as in the Lua
+    (``str_to_table`` of ``-agent_params``).
 
     Raises:
-        ConfigError: a malformed table, an unknown key or a value of the wrong type.
+        ConfigError: a malformed table, an unknown key, two spellings of one key or a value of
+            the wrong type.
     """
     values = parse_lua_table(text)
     arch = values.pop("network", "convnet_atari3")
@@ -260,7 +264,8 @@ def agent_params_from_lua(text: str) -> dict:
 
 
 def pool_frms_from_lua(text: str) -> dict:
-    """``pool_type``/``pool_size`` from a ``pool_frms`` string like ``type="max",size=2``.
+    """``pool_type``/``pool_size`` from a ``pool_frms`` string like ``type="max",size=2``
+    (``str_to_table`` of ``-pool_frms``).
 
     Raises:
         ConfigError: a malformed table, an unknown key or a value of the wrong type.
@@ -273,7 +278,7 @@ def pool_frms_from_lua(text: str) -> dict:
 
 
 def load_preset(path: str) -> dict:
-    """Options from a TOML preset (keys: Python or Lua option names).
+    """Options from a TOML preset (keys: Python or Lua option names). No Lua counterpart.
 
     Raises:
         ConfigError: an unreadable file, invalid TOML, an unknown key or a value of the wrong type.
@@ -332,10 +337,11 @@ def resolve(explicit: dict | None = None, preset: str | None = None, agent_param
 
 def resume_config(stored: dict, changes: dict) -> Config:
     """The options of a resumed run: ``stored`` (a checkpoint's arguments) with ``changes``
-    (from ``layered``) applied.
+    (from ``layered``) applied. No Lua counterpart (DQN 3.0 could not resume).
 
     Raises:
-        ConfigError: a change to an option that is not declared ``resume=True``.
+        ConfigError: a change to an option that is not declared ``resume=True``, or a value
+            that ``validate`` refuses.
     """
     stored = {k: v for k, v in stored.items() if k in FIELD_BY_NAME}
     for key, value in changes.items():
@@ -347,7 +353,8 @@ def resume_config(stored: dict, changes: dict) -> Config:
 
 
 def validate(c: Config) -> None:
-    """Reject impossible values with one line naming the option. Raises ConfigError."""
+    """Reject impossible values with one line naming the option. Raises ConfigError. No Lua
+    counterpart."""
     if not c.game:
         raise ConfigError("no game given: use --game (or -env), e.g. --game pong")
     for f in FIELDS:

@@ -71,6 +71,8 @@ class LuaCommand(click.Command):
     is reported whole, with its close matches, where click would report an unknown ``-e``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """click's ``parse_args``, after refusing an unknown single-dash option of more than one
+        letter. Raises click.NoSuchOption."""
         takes_value = {opt: isinstance(p, click.Option) and not p.is_flag
                        for p in self.params for opt in p.opts + p.secondary_opts}
         rest = iter(args)

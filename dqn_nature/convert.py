@@ -38,7 +38,7 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
     A snapshot gives networks, histories (``step_history`` rebuilt from ``eval_freq`` and
     ``learn_start``) and arguments; a ``.params.t7`` vector gives ``model`` alone, for
     ``game``, which it does not name itself. The file's root attributes ``converted_from``
-    and ``source`` record where it came from.
+    and ``source`` record where it came from. No Lua counterpart.
 
     Args:
         game: ROM id; needed for a vector; for a snapshot, overrides its ``env`` argument.
@@ -49,7 +49,8 @@ def convert(source: str, target: str, game: str | None = None, n_actions: int | 
         torch7.LegacyError: unreadable or unsuitable file (``torch7.load_snapshot``), a frame
             count beyond 2^53, an action count that is not ``n_actions`` or the game's, or
             no game for a vector.
-            environment.GameError: unknown game. OSError: ``target`` cannot be written.
+        environment.GameError: unknown game.
+        OSError: ``target`` cannot be written.
     """
     from .torch7 import LegacyError, load_snapshot, param_vector, params_state, read_t7, whole_number
 

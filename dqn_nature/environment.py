@@ -122,6 +122,7 @@ class GameEnvironment:
 
     Raises:
         GameError: unknown game, missing ROM or another game's, or a pool beyond memory.
+        ValueError: ``pool_type`` other than "max" or "mean", or ``pool_size`` below 1.
     """
 
     def __init__(self, game: str, game_path: str | None = None, actrep: int = 4,
@@ -213,14 +214,14 @@ class GameEnvironment:
     def clone_state(self) -> dict:
         """Everything needed to continue exactly from here: the emulator (with its RNG), the
         screen buffer, the last reward/terminal/lives and the random generator. Values are
-        NumPy arrays, numbers and strings (for a checkpoint file)."""
+        NumPy arrays, numbers and strings (for a checkpoint file). No Lua counterpart."""
         return dict(ale=np.frombuffer(self.ale.cloneState(include_rng=True).serialize(), np.uint8),
                     rng=json.dumps(self.rng.bit_generator.state), frames=self.screen.frames.copy(),
                     count=self.screen.count, reward=self.reward, terminal=bool(self.terminal),
                     lives=self.lives)
 
     def restore_state(self, state: dict) -> None:
-        """Continue from a ``clone_state()`` of the same game."""
+        """Continue from a ``clone_state()`` of the same game. No Lua counterpart."""
         self.ale.restoreState(ALEState(np.asarray(state["ale"], np.uint8).tobytes()))
         self.rng.bit_generator.state = json.loads(state["rng"])
         self.screen.frames[:] = state["frames"]

@@ -92,6 +92,7 @@ class EvaluationLogs:
     Raises:
         ImportError: ``tensorboard_dir`` without the tensorboard package (``dqn-train``
             checks first, see ``TENSORBOARD_MISSING``).
+        OSError: the CSV file cannot be rewritten, or the TensorBoard folder created.
     """
 
     def __init__(self, csv_path: str | None, tensorboard_dir: str | None, arguments: dict,

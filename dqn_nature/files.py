@@ -66,7 +66,7 @@ def atomic_path(path: str):
     the temporary behind; the next write of ``path`` removes those of processes that no
     longer exist. A symbolic link is followed (the file it names is replaced); a path that is
     ``written_in_place`` (``/dev/stdout``) is yielded as it is. Raises what writing raised
-    (``OSError`` on a full disk).
+    (``OSError`` on a full disk). No Lua counterpart (``torch.save`` wrote in place).
     """
     if written_in_place(path):
         yield path

@@ -148,7 +148,11 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
 
 def save_network_params(path: str, network: torch.nn.Module) -> None:
     """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically,
-    with the network's ``hist_len`` as an attribute (the vector's length does not give it)."""
+    with the network's ``hist_len`` as an attribute (the vector's length does not give it).
+
+    Raises:
+        OSError: the file cannot be written (the previous file is left intact).
+    """
     import torch
 
     flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
@@ -177,9 +181,11 @@ def load_network_params(path: str) -> tuple[np.ndarray, int]:
 class History:
     """A loaded history. Arrays have one entry per evaluation; ``time_history`` one more.
 
-    Attributes: ``path``, ``game``, ``steps`` (training steps done), ``frames``,
-    ``package_version``, the ``HISTORY_FIELDS`` arrays, ``arguments`` (dict),
-    ``attrs`` (all root attributes).
+    Attributes: ``path``, ``game``, ``steps`` (agent steps trained), ``frames`` (emulator
+    frames, steps x actrep), ``package_version``, the ``HISTORY_FIELDS`` arrays (1-D, of the
+    dtypes the file stores: those of ``HISTORY_FIELDS`` when ``save_history`` wrote it;
+    ``step_history`` in agent steps, ``time_history`` in seconds of training), ``arguments``
+    (dict), ``attrs`` (all root attributes).
     """
 
     path: str
@@ -238,6 +244,7 @@ class History:
 
         Raises:
             HistoryError: missing network, or weights that do not fit the architecture.
+            ValueError: ``which`` is neither ``"model"`` nor ``"best_model"``.
         """
         from .network import convnet_atari3
 

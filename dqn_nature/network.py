@@ -14,7 +14,8 @@ class ConvNetAtari3(nn.Module):
 
     Maps float (N, hist_len * ncols, 84, 84) (or (N, hist_len * ncols * 7056)) in [0, 1]
     to Q-values float (N, n_actions). Weights and biases start uniform in
-    ±1/sqrt(fan_in), as Torch7's ``reset()``.
+    ±1/sqrt(fan_in), as Torch7's ``reset()``. Ports the ``nn.Sequential`` that ``convnet.lua``
+    builds from ``convnet_atari3.lua``'s arguments.
     """
 
     def __init__(self, n_actions: int, hist_len: int = 4, ncols: int = 1):
@@ -43,7 +44,7 @@ class ConvNetAtari3(nn.Module):
         return torch.relu_(self.conv3(x)).flatten(1)
 
     def head(self, features: torch.Tensor) -> torch.Tensor:
-        """The linear layers: (N, 3136) -> Q-values (N, n_actions)."""
+        """The linear layers: float (N, 3136) -> Q-values float (N, n_actions)."""
         return self.fc2(torch.relu_(self.fc1(features)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -52,5 +53,6 @@ class ConvNetAtari3(nn.Module):
 
 
 def convnet_atari3(n_actions: int, hist_len: int = 4, ncols: int = 1) -> ConvNetAtari3:
-    """Build the ``convnet_atari3`` network for ``n_actions`` actions (1,687,206 parameters for 6)."""
+    """Build the ``convnet_atari3`` network for ``n_actions`` actions (1,687,206 parameters for 6); the
+    function that ``convnet_atari3.lua`` returns."""
     return ConvNetAtari3(n_actions, hist_len, ncols)

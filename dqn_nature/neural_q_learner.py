@@ -347,7 +347,8 @@ class NeuralQLearner:
     def get_state(self) -> dict:
         """Everything but the replay memory's contents needed to continue exactly: counters,
         schedules, networks, RMSProp buffers, the random generator, the last state, the
-        validation set, the recent queue and the prefetch buffer. None values are omitted.
+        validation set, the recent queue and the prefetch buffer. None values are omitted. No
+        Lua counterpart (DQN 3.0 could not resume).
 
         Like ``state_dict()``, the tensors and arrays are the agent's own, not copies: write the
         state out (``checkpoint.save_checkpoint``) or ``copy.deepcopy`` it before the agent
@@ -366,7 +367,7 @@ class NeuralQLearner:
 
     def set_state(self, state: dict, replay_restored: bool) -> None:
         """Continue from ``get_state()``. Without ``replay_restored`` the replay memory starts
-        empty and learning resumes after ``learn_start`` more steps."""
+        empty and learning resumes after ``learn_start`` more steps. No Lua counterpart."""
         for k in self._SCALARS:
             setattr(self, k, state.get(k))
         self.last_terminal, self._target_stale = bool(self.last_terminal), bool(self._target_stale)

@@ -141,8 +141,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     Raises:
         PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``)
             or that is one of ``paths``' histories, mixed games, bad reference CSV, no run with an
-            evaluation, or a value beyond ``DRAWABLE`` in magnitude (a damaged history). history.HistoryError:
-            a path that is not a history.
+            evaluation, or a value beyond ``DRAWABLE`` in magnitude (a damaged history).
+        history.HistoryError: a path that is not a history, or no readable history at all.
         OSError: the figure cannot be written.
     """
     fmt = FORMATS.get(os.path.splitext(output)[1].lower())

@@ -171,6 +171,7 @@ class Run:
 
     @property
     def label(self) -> str:
+        """``<game>/seed<k>``, the run's name in the table."""
         return f"{self.game}/seed{self.seed}"
 
     def record(self) -> dict:
@@ -218,11 +219,13 @@ class Table:
         self.drawn, self.seen = 0, {}
 
     def row(self, r: Run) -> str:
+        """The table line of run ``r``."""
         reward = "" if r.reward is None else f"{r.reward:.2f}"
         rate = f"{r.rate:.0f}" if r.rate is not None and r.state == "running" else ""
         return f"{r.label:<24} {r.state:<9} {f'{r.steps}/{self.steps}':>21} {reward:>8} {rate:>8}"
 
     def counts(self) -> str:
+        """How many runs are in each state, and the time elapsed since the table was made."""
         states = [r.state for r in self.runs]
         parts = [f"{states.count(s)} {s}" for s in ("running", "pending", "finished", "failed", "skipped")
                  if s in states]
@@ -297,7 +300,7 @@ def run_logs(config, game: str, seed: int) -> tuple[str | None, str | None]:
 
 
 def write_record(path: str, arguments: dict, runs: list[Run], started: str, finished: str | None) -> None:
-    """Write sweep.json atomically."""
+    """Write sweep.json atomically. Raises OSError."""
     from .files import atomic_path
 
     record = dict(format=FORMAT, format_version=FORMAT_VERSION, command=sys.argv, arguments=arguments,
@@ -379,6 +382,7 @@ class FiniteFloatRange(click.FloatRange):
     those fail as a usage error (``click.BadParameter``, exit 2). No Lua counterpart."""
 
     def convert(self, value, param, ctx):
+        """click's ``convert``, refusing inf and nan (``click.BadParameter``)."""
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
@@ -391,6 +395,7 @@ class SweepCommand(click.Command):
     through and that start with h (``-hist_len`` as ``-h`` and ``ist_len``). No Lua counterpart."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """click's ``parse_args`` with each whole ``-h`` read as ``--help``."""
         return super().parse_args(ctx, ["--help" if arg == "-h" else arg for arg in args])
 
 

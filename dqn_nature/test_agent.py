@@ -129,7 +129,8 @@ def _paletted(frame: np.ndarray):
 class GifWriter:
     """Streams RGB frames into an endlessly looping animated GIF with Pillow's GIF encoder,
     one frame at a time (a game's frames need not fit in memory): each frame is cropped to
-    the region that changed and carries its own palette.
+    the region that changed and carries its own palette. Ports ``test_agent.lua``'s GIF (gd's
+    ``gifAnimBegin``, ``gifAnimAdd``, ``gifAnimEnd``), which used one palette for all frames.
 
     Args:
         fh: binary file open for writing. delay_cs: display time of a frame, centiseconds.
@@ -160,6 +161,7 @@ class GifWriter:
         self.previous = frame
 
     def close(self) -> None:
+        """End the GIF (its trailer); the file stays open."""
         self.fh.write(b";")  # GIF trailer
 
 

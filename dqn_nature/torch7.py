@@ -138,6 +138,7 @@ class TorchObject:
     fields: dict
 
     def get(self, key, default=None):
+        """``fields[key]``, or ``default`` where it is absent or ``fields`` is not a table."""
         return self.fields.get(key, default) if isinstance(self.fields, dict) else default
 
 
@@ -332,7 +333,8 @@ def _checked(state: dict, where: str) -> dict:
 
 def params_state(vector, where: str, n_actions: int | None = None, hist_len: int = 4,
                  cuda_conv: bool = False) -> dict:
-    """The ``convnet_atari3`` ``state_dict`` of a flat parameter vector (``saveNetworkParams``).
+    """The ``convnet_atari3`` ``state_dict`` (float32 tensors) of a flat parameter vector
+    (``saveNetworkParams``).
 
     The vector holds each layer's weight then bias, input first, in Torch7's memory
     order (``getParameters``); ``cuda_conv``: convolution weights in

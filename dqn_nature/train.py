@@ -30,9 +30,10 @@ class Evaluation:
     """One evaluation: rewards over ``eval_steps`` steps and validation statistics.
 
     ``step`` is in agent steps, ``frames`` = step x actrep; ``reward`` is the mean over
-    finished episodes; ``epsilon`` is the agent's after evaluating, the testing 0.05 (as
-    ``train_agent.lua`` prints it); times are seconds, ``train_time`` since the previous
-    evaluation (as the Lua prints it); rates are frames/s.
+    finished episodes (0 when none finished, as the Lua records it); ``epsilon`` is the
+    agent's after evaluating, the testing 0.05 (as ``train_agent.lua`` prints it); times are
+    seconds, ``train_time`` since the previous evaluation (as the Lua prints it); rates are
+    frames/s.
     """
 
     step: int
@@ -128,7 +129,8 @@ class Trainer:
         return warnings
 
     def load_network(self, path: str, best: bool = False) -> None:
-        """Start from the network stored in a history ``.h5`` or a DQN 3.0 ``.t7`` (the Lua ``-network`` flag).
+        """Start from the network stored in a history ``.h5``, a ``.params.h5``, or a DQN 3.0 ``.t7``
+        snapshot or ``.params.t7`` (the Lua ``-network`` flag); ``best``: its ``best_model``.
 
         Raises:
             history.HistoryError: unreadable file or a network that does not fit the game.
@@ -144,7 +146,7 @@ class Trainer:
 
     def run(self) -> Iterator[Event]:
         """Train for ``config.steps`` agent steps, evaluating every ``eval_freq`` steps after
-        ``learn_start``; yields an ``Event`` after every step."""
+        ``learn_start``; yields an ``Event`` after every step (the main loop of ``train_agent.lua``)."""
         c, env, agent = self.config, self.env, self.agent
         screen, reward, terminal = env.get_state()
         self._clock = time.perf_counter()
@@ -216,7 +218,7 @@ class Trainer:
     def get_state(self) -> dict:
         """The run's position for a checkpoint: step, training time, histories, best network,
         agent, environment and the global random generators (Python, NumPy, torch). It shares
-        the agent's tensors (see ``NeuralQLearner.get_state``)."""
+        the agent's tensors (see ``NeuralQLearner.get_state``). No Lua counterpart."""
         legacy = np.random.get_state()
         return dict(step=self.step, train_time=self.train_time,
                     history={k: np.asarray(v, HISTORY_FIELDS[k]) for k, v in self.history.items()},
@@ -225,7 +227,8 @@ class Trainer:
                     numpy_rng=dict(keys=legacy[1], pos=legacy[2], has_gauss=legacy[3], gauss=legacy[4]))
 
     def set_state(self, state: dict, replay_restored: bool) -> None:
-        """Continue from ``get_state()`` (see ``NeuralQLearner.set_state`` for ``replay_restored``)."""
+        """Continue from ``get_state()`` (see ``NeuralQLearner.set_state`` for ``replay_restored``).
+        No Lua counterpart."""
         self.step, self.train_time = int(state["step"]), float(state["train_time"])
         self.history = {k: np.asarray(v).tolist() for k, v in state["history"].items()}
         self.best_network = state.get("best_network")
@@ -240,12 +243,14 @@ class Trainer:
         np.random.set_state(("MT19937", n["keys"], int(n["pos"]), int(n["has_gauss"]), float(n["gauss"])))
 
     def output_base(self) -> str:
-        """``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0``."""
+        """``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0`` (the file
+        name of ``train_agent.lua``'s save)."""
         c = self.config
         return f"{c.name}_{self.step // c.save_versions}" if c.save_versions > 0 else c.name
 
     def save(self) -> str:
         """Write ``<base>.h5`` (and ``<base>.params.h5`` with save_network_params); return its path.
+        The save of ``train_agent.lua`` (``torch.save`` of the slimmed agent and histories).
 
         Raises:
             OSError: the file cannot be written (the previous one stays intact).
@@ -262,7 +267,8 @@ class Trainer:
 
 
 def resolve_device(gpu: int, warn) -> int:
-    """The CUDA device to use for ``--gpu``: ``gpu`` if CUDA has it, else -1 after ``warn(message)``."""
+    """The CUDA device to use for ``--gpu``: ``gpu`` if CUDA has it, else -1 after ``warn(message)``
+    (``initenv.lua``'s ``torchSetup``, which failed without cutorch)."""
     if gpu < 0:
         return -1
     if not torch.cuda.is_available():
@@ -276,8 +282,9 @@ def resolve_device(gpu: int, warn) -> int:
 
 def set_threads(threads: int) -> int:
     """Use ``min(threads, cores)`` torch CPU threads and one BLAS thread for NumPy; returns
-    the torch thread count. NumPy's small matrix products gain nothing from threads, and its
-    BLAS threads spinning beside torch's cost a factor of 2 to 3 in steps per second."""
+    the torch thread count (``initenv.lua``'s ``torch.setnumthreads``). NumPy's small matrix
+    products gain nothing from threads, and its BLAS threads spinning beside torch's cost a
+    factor of 2 to 3 in steps per second."""
     n = max(1, min(threads, os.cpu_count() or 1))
     torch.set_num_threads(n)
     threadpoolctl.threadpool_limits(1, user_api="blas")

@@ -203,6 +203,7 @@ class TransitionTable:
 
         Raises:
             ValueError: ``batch_size >= buffer_size``.
+            RuntimeError: a refill with fewer than ``buffer_size`` transitions stored (``fill_buffer``).
         """
         if batch_size >= self.buffer_size:
             raise ValueError(f"batch size {batch_size} must be smaller than bufferSize={self.buffer_size}")
