@@ -128,6 +128,36 @@ def test_new_game_burns_a_running_game():
     assert env.ale.getEpisodeFrameNumber() == 0 and env.ale.lives() == 5
 
 
+def test_new_game_burns_with_uniform_random_minimal_actions():
+    env = GameEnvironment("breakout", seed=1)
+    env.step(1)
+    played, step = [], env._step
+    env._step = lambda action: (played.append(action), step(action))[1]  # the real frames, logged
+    env.new_game()
+    burnt, last = played[:-1], played[-1]
+    assert last == 0 and env.ale.getEpisodeFrameNumber() == 0  # then one no-op that resets
+    counts = np.bincount(burnt, minlength=5)[MINIMAL_ACTIONS["breakout"]]
+    assert len(burnt) > 200 and counts.sum() == len(burnt)  # minimal-set actions only
+    expected = len(burnt) / 4
+    assert (abs(counts - expected) < 5 * np.sqrt(expected * 3 / 4)).all(), counts
+
+
+def test_a_terminal_steps_reward_includes_its_last_frame():
+    """Pong, no-ops until the game is over in one long step: the point lost in the last
+    frame, the one that ends the game, is in the step's reward."""
+    env = GameEnvironment("pong", actrep=100_000, seed=1)
+    saved = env.ale.cloneState()
+    rewards = []
+    while not env.ale.game_over():
+        rewards.append(env.ale.act(0))
+    env.ale.restoreState(saved)
+    assert rewards[-1] == -1 and len(rewards) < 100_000
+    frame = env.ale.getFrameNumber()
+    screen, reward, terminal = env.step(0)
+    assert terminal is True and reward == sum(rewards) == -21
+    assert env.ale.getFrameNumber() - frame == len(rewards)
+
+
 @pytest.mark.parametrize("k", [1, 7])
 def test_next_random_game_plays_k_frames_after_new_game(k):
     env = GameEnvironment("breakout", seed=1)
