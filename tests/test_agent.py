@@ -92,6 +92,36 @@ def test_perceive_learns_n_replay_times_every_update_freq_steps_after_learn_star
     assert calls == [104, 104, 108, 108, 112, 112, 116, 116]  # num_steps > 100 and % 4 == 0
 
 
+def test_perceive_acts_before_it_learns(pong_screens):
+    """The action of a step is chosen (step 6 of perceive) before that step's minibatch
+    update (step 7), on the network as it was when the step began."""
+    agent = make_agent(update_freq=1)
+    events, learn, act = [], agent.q_learn_minibatch, agent.e_greedy
+    agent.q_learn_minibatch = lambda: (events.append(("learn", agent.num_steps)), learn())
+    agent.e_greedy = lambda *args: (events.append(("act", agent.num_steps)), act(*args))[1]
+    for screen in pong_screens[:103]:
+        agent.perceive(0, screen, False)
+    assert events[-5:] == [("act", 100), ("act", 101), ("learn", 101), ("act", 102), ("learn", 102)]
+
+
+def test_perceive_acts_on_the_new_state_which_hides_episodes_before_a_terminal(pong_screens):
+    """The action is chosen on the recent frames including the one just perceived; after a
+    terminal screen the older frames are zeros (concatFrames), only the new episode shows."""
+    agent = make_agent()
+    seen, act = [], agent.e_greedy
+    agent.e_greedy = lambda state, *args: (seen.append(state.copy()), act(state, *args))[1]
+    stored = [to_bytes(scale_y(s)).astype(np.float32) / 255 for s in pong_screens[:7]]
+    for i in range(5):
+        agent.perceive(0, pong_screens[i], False)
+    np.testing.assert_array_equal(seen[-1], stored[1:5])
+    assert agent.perceive(0, pong_screens[5], True) is None and len(seen) == 5  # no action chosen
+    agent.perceive(0, pong_screens[6], False)
+    assert not seen[-1][:3].any()
+    np.testing.assert_array_equal(seen[-1][3], stored[6])
+    agent.perceive(0, pong_screens[6], False, testing=True)  # the same in testing
+    assert not seen[-1][:2].any() and seen[-1][2:].any()
+
+
 def test_e_greedy_acts_at_random_with_probability_epsilon():
     agent = make_agent()
     set_constant_q(agent.network, [0, 0, 1, 0, 0, 0])
@@ -133,6 +163,16 @@ def test_without_target_q_the_online_network_gives_the_targets():
     _, delta, q2_max, _ = agent.get_q_update(s, np.array([0, 1]), np.zeros(2), s, np.zeros(2))
     np.testing.assert_allclose(q2_max.numpy(), 0.5, atol=1e-7)
     np.testing.assert_allclose(delta.numpy(), [0.99 * 0.5 - 0.5, 0.99 * 0.5 + 0.2], atol=1e-6)
+
+
+def test_get_q_update_discounts_by_the_discount_parameter():
+    agent = make_agent(actions=[0, 1, 2], discount=0.5)
+    set_constant_q(agent.network, [0.5, -0.2, 0.1])
+    set_constant_q(agent.target_network, [0.3, 0.5, -1.0])  # max_a target = 0.5
+    s = np.zeros((2, 4, 7056), np.uint8)
+    # delta = 0 + 0.5 * 0.5 - Q(s, a): 0.25 - 0.5, 0.25 - 0.1
+    _, delta, _, _ = agent.get_q_update(s, np.array([0, 2]), np.zeros(2), s, np.zeros(2))
+    np.testing.assert_allclose(delta.numpy(), [-0.25, 0.15], atol=1e-6)
 
 
 def test_get_q_update_clips_negative_deltas_too():
@@ -211,12 +251,17 @@ def test_report_prints_mean_and_max_absolute_weights_and_gradients_as_nnutils_do
         "Weight grad max:", f"nn.Sequential: [{conv}: 0 {conv}: 0 {conv}: 0 {linear}: 0 {linear}: 0.125]"]
 
 
-def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames):
+@pytest.mark.parametrize("updates_before", [0, 1], ids=["first update", "second update"])
+def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames, updates_before):
+    """dw of one update is its own minibatch's: an earlier update's gradient is not added in."""
     agent = make_agent()
     fill(agent, frames)
     t = agent.transitions
-    t.fill_buffer()  # the next minibatch is buffer slots 0..7
-    s, a, r, s2, term = (np.array(x[:8]) for x in (t.buf_s, t.buf_a, t.buf_r, t.buf_s2, t.buf_term))
+    t.fill_buffer()
+    for _ in range(updates_before):
+        agent.q_learn_minibatch()  # buffer slots 0..7
+    n = 8 * updates_before  # the next minibatch is buffer slots n..n+7
+    s, a, r, s2, term = (np.array(x[n:n + 8]) for x in (t.buf_s, t.buf_a, t.buf_r, t.buf_s2, t.buf_term))
     assert r.any() and len(set(a)) > 1
     before = copy.deepcopy(agent.network)
     agent.q_learn_minibatch()
@@ -234,10 +279,10 @@ def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames):
             e += delta * g
     for p, e, old in zip(agent.network.parameters(), expected, params):
         torch.testing.assert_close(p.grad, e, rtol=1e-4, atol=1e-7)
-        # First RMSProp step: g = 0.05 dw, g2 = 0.05 dw^2, ascent along dw.
-        dw = p.grad
-        denom = (0.05 * dw ** 2 - (0.05 * dw) ** 2 + 0.01).sqrt()
-        torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
+        if not updates_before:  # First RMSProp step: g = 0.05 dw, g2 = 0.05 dw^2, ascent along dw.
+            dw = p.grad
+            denom = (0.05 * dw ** 2 - (0.05 * dw) ** 2 + 0.01).sqrt()
+            torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
 
 
 def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames):
@@ -293,8 +338,11 @@ def test_reward_clipping_bounds_and_rescaling(pong_screens):
     assert list(agent.transitions.r[:2]) == [3, -2] and agent.r_max == 3
 
 
-def test_validation_set_sampled_at_learn_start_plus_1(pong_screens):
-    agent = make_agent(learn_start=70)
+@pytest.mark.parametrize("update_freq, buf_ind", [(4, 32), (1, 40)])
+def test_validation_set_sampled_at_learn_start_plus_1(pong_screens, update_freq, buf_ind):
+    """With update_freq 1 the first update comes in the same call, after the validation set is
+    drawn: the set is the buffer's first 32 slots, the minibatch the next 8."""
+    agent = make_agent(learn_start=70, update_freq=update_freq)
     for screen in pong_screens[:72]:
         assert agent.valid is None
         agent.perceive(0, screen, False)
@@ -302,7 +350,7 @@ def test_validation_set_sampled_at_learn_start_plus_1(pong_screens):
     s, a, r, s2, term = agent.valid
     assert s.shape == (32, 4, 7056) and s2.shape == (32, 4, 7056) and len(a) == len(r) == len(term) == 32
     t = agent.transitions  # the first 32 slots of a fresh prefetch buffer; minibatches read on
-    assert t.buf_ind == 32 and all(np.array_equal(u, v[:32]) for u, v in
+    assert t.buf_ind == buf_ind and all(np.array_equal(u, v[:32]) for u, v in
                                    zip(agent.valid, (t.buf_s, t.buf_a, t.buf_r, t.buf_s2, t.buf_term)))
     valid = copy.deepcopy(agent.valid)
     agent.perceive(0, pong_screens[72], False)
