@@ -49,6 +49,31 @@ def test_init_bounds(net):
     assert net.conv1.weight[0].numel() == 4 * 8 * 8 and net.fc1.weight[0].numel() == 3136
 
 
+def test_init_is_uniform_and_centred(net):
+    # fc1's 1.6M weights: uniform in +-bound has mean 0, mean |w| = bound / 2 and half of them
+    # within bound / 2 (a normal or one-sided distribution misses at least one of these).
+    w = net.fc1.weight.detach().double()
+    bound = 1 / math.sqrt(3136)
+    assert abs(float(w.mean())) < 0.01 * bound
+    assert float(w.abs().mean()) == pytest.approx(bound / 2, rel=0.01)
+    assert float((w.abs() < bound / 2).double().mean()) == pytest.approx(0.5, abs=0.01)
+    assert float((net.fc1.bias < 0).double().mean()) == pytest.approx(0.5, abs=0.1)  # 512 biases
+
+
+def test_forward_is_the_layers_with_relus_between(net):
+    """The layers in order, ReLU after each but the last, the flattening in (channel, row,
+    column) order as Torch7's nn.Reshape of a (64, 7, 7) tensor."""
+    functional = torch.nn.functional
+    x = torch.rand(3, 4, 84, 84)
+    h = functional.relu(functional.conv2d(x, net.conv1.weight, net.conv1.bias, stride=4, padding=1))
+    h = functional.relu(functional.conv2d(h, net.conv2.weight, net.conv2.bias, stride=2))
+    h = functional.relu(functional.conv2d(h, net.conv3.weight, net.conv3.bias))
+    assert h.shape == (3, 64, 7, 7)
+    h = functional.relu(functional.linear(h.reshape(3, 3136), net.fc1.weight, net.fc1.bias))
+    expected = functional.linear(h, net.fc2.weight, net.fc2.bias)
+    torch.testing.assert_close(net(x), expected)
+
+
 def test_rmsprop_two_steps_by_hand():
     w = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
     opt = DeepMindRMSProp([w], lr=0.1)
@@ -67,6 +92,19 @@ def test_rmsprop_two_steps_by_hand():
     w2 = [w1[0] + 0.03 / math.sqrt(0.0145849375), w1[1] + 0.01 / math.sqrt(0.01237975),
           0.5 - 0.04 / math.sqrt(0.0176)]
     torch.testing.assert_close(w.detach(), torch.tensor(w2, dtype=torch.float64))
+
+
+def test_rmsprop_steps_at_each_groups_current_lr():
+    # The agent anneals the learning rate by setting param_groups[...]["lr"] before each update.
+    w, v = (torch.tensor([1.0], dtype=torch.float64, requires_grad=True) for _ in range(2))
+    opt = DeepMindRMSProp([dict(params=[w]), dict(params=[v], lr=0.4)], lr=0.1)
+    opt.param_groups[0]["lr"] = 0.2
+    w.grad = torch.tensor([0.1], dtype=torch.float64)
+    v.grad = torch.tensor([0.1], dtype=torch.float64)
+    opt.step()
+    step = 0.1 / math.sqrt(0.0005 - 0.000025 + 0.01)  # dw / sqrt(g2 - g^2 + 0.01)
+    torch.testing.assert_close(w.detach(), torch.tensor([1 + 0.2 * step], dtype=torch.float64))
+    torch.testing.assert_close(v.detach(), torch.tensor([1 + 0.4 * step], dtype=torch.float64))
 
 
 def test_rmsprop_weight_cost():
