@@ -87,7 +87,8 @@ def record_calls(trainer):
     return calls
 
 
-@pytest.mark.parametrize("random_starts, restart", [(30, "next_random_game"), (0, "new_game")])
+@pytest.mark.parametrize("random_starts, restart", [(30, "next_random_game"), (1, "next_random_game"),
+                                                   (0, "new_game")])
 def test_a_training_terminal_restarts_instead_of_stepping(random_starts, restart):
     """A lost life is terminal in training; the next step perceives it and then restarts
     (nextRandomGame, or newGame without random starts) instead of stepping."""
@@ -165,3 +166,17 @@ def test_pong_evaluation_counts_lost_points_and_records_its_statistics():
     assert h["step_history"] == [120] and h["qmax_history"] == [1]  # agent steps, not frames
     assert h["v_history"] == [agent.v_avg] and h["td_history"] == [agent.tderr_avg] and agent.v_avg != agent.tderr_avg
     assert agent.num_steps == 120 and agent.transitions.size() == 119  # the 300 testing steps neither count nor store
+
+
+@pytest.mark.parametrize("earlier, best", [([1.0, -1.0], False), ([-1.0, -2.0], True)])
+def test_the_best_network_is_kept_against_the_best_score_so_far_not_the_last(earlier, best):
+    """An evaluation of 20 Pong steps scores 0: better than the last evaluation's -1, but only
+    the best network when no earlier evaluation did better."""
+    config = resolve(dict(game="pong", gpu=-1, steps=100, learn_start=100, eval_freq=20, eval_steps=20,
+                          replay_memory=1000, buffer_size=64, valid_size=32, threads=1, verbose=0))
+    trainer = train.Trainer(config, -1)
+    kept = trainer.best_network = {"kept": torch.zeros(1)}
+    trainer.history["reward_history"] = list(earlier)
+    trainer.evaluate()
+    assert trainer.history["reward_history"] == earlier + [0.0]
+    assert (trainer.best_network is not kept) == best
