@@ -175,9 +175,31 @@ VALID = Config(game="pong", name="x")
     ("pool_type", "median", "pool_type"), ("framework", "gym", "framework"), ("agent", "DQN", "agent"),
     ("preproc", "none", "preproc"), ("state_dim", 100, "state_dim"), ("ncols", 3, "ncols"),
     ("env_params", "useRGB=false", "env_params"),
+    ("seed", 2**31, "seed"), ("checkpoint_freq", 0, "checkpoint_freq"), ("verbose", -1, "verbose"),
+    ("gpu", -2, "gpu"), ("name", "run.ckpt", "run.ckpt"), ("steps", 2**63, "steps"),
 ])
 def test_validate_rejects(field, value, named):
     validate(VALID)
     with pytest.raises(ConfigError, match=named) as err:
         validate(dataclasses.replace(VALID, **{field: value}))
     assert "\n" not in str(err.value)
+
+
+def test_validate_accepts_the_bounds():
+    validate(dataclasses.replace(VALID, seed=2**31 - 1, learn_start=VALID.buffer_size, min_reward=1.0,
+                                 max_reward=1.0, gpu=-1, verbose=0, checkpoint_freq=1, steps=2**63 - 1))
+    validate(dataclasses.replace(VALID, hist_len=600, learn_start=1000, replay_memory=602))
+    with pytest.raises(ConfigError, match="a sample needs hist_len"):  # hist_len + 2 transitions
+        validate(dataclasses.replace(VALID, hist_len=600, learn_start=1000, replay_memory=601))
+
+
+@pytest.mark.parametrize("value, expected", [("1", True), ("0", False), ("TRUE", True), (0, False), (1, True)])
+def test_a_boolean_option_from_text_or_a_number(value, expected):
+    assert resolve({"game": "pong", "rescale_r": value}).rescale_r is expected
+    if not isinstance(value, str):  # a Lua number: 0 switches rescaling off (see the README)
+        assert resolve({"game": "pong"}, agent_params=f"rescale_r={value}").rescale_r is expected
+
+
+def test_an_integer_option_from_text_in_exponent_form():
+    assert resolve({"game": "pong", "learn_start": "6e4"}).learn_start == 60_000
+    assert resolve({"game": "pong"}, agent_params="learn_start=6e4").learn_start == 60_000
