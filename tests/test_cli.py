@@ -388,13 +388,35 @@ def test_resume_takes_a_checkpoint_a_run_name_or_its_history(tmp_path, monkeypat
     ("run.h5", []), ("run.ckpt", []),
     # these were met at the first save (exit 1, the steps before it lost), or as the lock was taken (a traceback)
     ("run.params.h5", ["--save-network-params"]), ("run_1.h5", ["--save-versions", "5"]),
-    ("run_1.params.h5", ["--save-versions", "5", "--save-network-params"]), (".run.lock", [])])
+    ("run_1.params.h5", ["--save-versions", "5", "--save-network-params"]), (".run.lock", []),
+    ("run_2.h5", ["--save-versions", "5"]),  # the run's last number: 10 // 5
+    ("run.params.h5", ["-saveNetworkParams"])])
 def test_an_output_name_that_is_a_folder(tmp_path, monkeypatch, folder, args):
     (tmp_path / folder).mkdir()
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--save-freq", "5", "--name", "run", *args])
     assert result.exit_code == 2 and result.stderr.endswith(f"error: {folder} is a folder; choose another --name\n")
     assert files_under(tmp_path) == [folder]
+
+
+LUA_SPELLINGS = [
+    (["-agent_params", "minibatch_size=64"], r"minibatch_size \(64\) must be smaller than bufferSize \(64\)"),
+    (["-pool_frms", "type=max,size=0"], "pool_size must be positive, not 0"),
+    (["-args", "mine"], "actrep must be positive, not 0"),  # args/mine.toml
+    (["-actrep", "0"], "actrep must be positive, not 0"),
+    (["-bufferSize", "32", "--minibatch-size", "32"], r"must be smaller than bufferSize \(32\)"),
+    (["-env", "pongg"], "pongg"),
+    (["-ep_endt", "0"], "ep_endt must be positive"),
+]
+
+
+@pytest.mark.parametrize("args, named", LUA_SPELLINGS, ids=[" ".join(a) for a, _ in LUA_SPELLINGS])
+def test_lua_spellings_reach_their_options(tmp_path, monkeypatch, args, named):
+    (tmp_path / "args").mkdir()
+    (tmp_path / "args" / "mine.toml").write_text("actrep = 0\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "1000", "--name", "run", *args])
+    assert result.exit_code == 2 and re.search("error: .*" + named, result.stderr), result.stderr
 
 
 def test_best_without_network_is_a_warning(tmp_path, monkeypatch):
