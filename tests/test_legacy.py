@@ -18,7 +18,7 @@ from dqn_nature.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
 from dqn_nature.network import convnet_atari3
 from dqn_nature.networks import load_network
-from dqn_nature.torch7 import LegacyError, load_snapshot, load_t7_network, params_state, read_t7
+from dqn_nature.torch7 import LegacyError, convert_arguments, load_snapshot, load_t7_network, params_state, read_t7
 
 pytest.importorskip("torchfile")
 
@@ -155,6 +155,22 @@ def test_snapshot_histories_and_arguments_arrive(tmp_path, snapshot_path, weight
     best = random_weights(seed=1)
     assert torch.allclose(q_of(load_network(str(out), best=True)[0], inputs), direct_q(best, inputs), atol=1e-5)
     assert torch.allclose(q_of(load_network(snapshot_path, best=True)[0], inputs), direct_q(best, inputs), atol=1e-5)
+
+
+def test_arguments_follow_lua_rules():
+    a = convert_arguments({"agent_params": {**AGENT_PARAMS, "rescale_r": 0}, "pool_frms": {"type": "mean", "size": 3},
+                           "game_path": "", "name": "run"}, "s.t7")
+    assert a["rescale_r"] is True  # in Lua 0 is true
+    assert (a["pool_type"], a["pool_size"]) == ("mean", 3)
+    assert a["game_path"] is None and a["name"] == "run"  # '' is an option not given
+    assert "network" not in a  # agent_params' network="convnet_atari3" is the architecture, not a file
+    assert convert_arguments({"agent_params": {"rescale_r": False}}, "s.t7")["rescale_r"] is False
+
+
+def test_step_history_without_eval_freq_takes_train_agent_lua_s_default(tmp_path, weights):
+    arguments = {k: v for k, v in ARGUMENTS.items() if k != "eval_freq"}  # learn_start 50000
+    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments=arguments))
+    assert load_snapshot(str(tmp_path / "s.t7")).history["step_history"] == [60000, 70000, 80000]
 
 
 def flat_vector(w, cuda=False):
