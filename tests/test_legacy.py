@@ -173,6 +173,15 @@ def test_step_history_without_eval_freq_takes_train_agent_lua_s_default(tmp_path
     assert load_snapshot(str(tmp_path / "s.t7")).history["step_history"] == [60000, 70000, 80000]
 
 
+@pytest.mark.parametrize("actrep, frames", [(3, 300000), (None, 100000)])  # train_agent.lua's default: 1
+def test_frames_are_steps_times_actrep(tmp_path, weights, actrep, frames):
+    arguments = {k: v for k, v in {**ARGUMENTS, "actrep": actrep}.items() if v is not None}
+    t7writer.save(tmp_path / "s.t7", snapshot(t7writer.dqn_network(weights), arguments=arguments))
+    assert run(convert_main, tmp_path / "s.t7", tmp_path / "x.h5").exit_code == 0
+    h = load_history(str(tmp_path / "x.h5"))
+    assert (h.steps, h.frames) == (100000, frames)
+
+
 def flat_vector(w, cuda=False):
     """Torch7's getParameters() order: each layer's weight then bias, in its memory layout."""
     parts = []
@@ -204,6 +213,7 @@ def test_params_vector_maps_onto_the_layers(tmp_path, params_path, weights, inpu
     assert result.exit_code == 0, result.output
     h = load_history(str(out))
     assert h.game == "pong" and h.attrs["source"] == "DQN 3.0 .t7" and len(h.reward_history) == 0
+    assert (h.steps, h.frames, h.arguments["hist_len"]) == (0, 0, 4)
     assert torch.allclose(h.load_network()(inputs), direct_q(weights, inputs), atol=1e-5)
 
     assert_bad_input(run(convert_main, params_path, tmp_path / "x.h5", "--n-actions", "4"), "4 actions")
