@@ -344,6 +344,13 @@ def test_report_rows_by_hand(tmp_path, capsys):
     assert len(lines) == 4 and lines[1].startswith("|---|---|--:") and lines[2].startswith("| pong | pong_s1 |")
 
 
+def test_report_frames_and_evaluations_are_the_longest_seed_s(tmp_path):
+    a = synthetic(tmp_path / "pong_s1.h5", [-20.0, -5.0, 3.5], seed=1)  # 150,000 steps
+    b = synthetic(tmp_path / "pong_s2.h5", [-19.0], seed=2)  # 50,000 steps
+    (row,) = report_rows(load_runs([b, a]))
+    assert (row["frames"], row["evaluations"], row["last"]) == (150_000 * 4, 3, -7.75)
+
+
 def test_report_json_is_strict_json_with_null_for_non_finite_numbers(tmp_path, capsys):
     runs = [synthetic(tmp_path / f"pong_s{s}.h5", [1.0, score], seed=s) for s, score in ((1, np.inf), (2, -np.inf))]
     with warnings.catch_warnings():
