@@ -424,6 +424,8 @@ def test_best_without_network_is_a_warning(tmp_path, monkeypatch):
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run", "--best"])
     assert result.exit_code == 0, result.stderr
     assert "warning: --best has no effect without --network" in result.stderr
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "again", "--best", "--network", "run.h5"])
+    assert "no best_model" in result.stderr and "has no effect" not in result.stderr  # run.h5 was never evaluated
 
 
 def test_a_numbered_history_the_run_does_not_reach_may_be_a_folder(tmp_path, monkeypatch):
