@@ -13,7 +13,7 @@ import pytest
 from dqn_nature import __version__
 from dqn_nature.checkpoint import CheckpointError, read_header, save_checkpoint
 from dqn_nature.config import Config
-from dqn_nature.files import append_csv_row, atomic_path
+from dqn_nature.files import append_csv_row, atomic_path, unwritable
 from dqn_nature.history import HISTORY_FIELDS, load_history, save_history, save_network_params, slim_history
 from dqn_nature.network import convnet_atari3
 
@@ -26,6 +26,25 @@ def test_a_failed_write_keeps_the_previous_file(tmp_path):
             fh.write("new, half")
         raise ValueError
     assert path.read_text() == "old" and os.listdir(tmp_path) == ["run.csv"]
+
+
+def test_a_write_removes_the_temporaries_of_dead_processes_only(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = os.getppid()  # pytest's parent: a process still writing its temporary
+    kept = [f".run.csv.tmp{live}", f".log.csv.tmp{dead.pid}", ".run.csv.tmpx"]  # another file's, not a pid
+    for name in [f".run.csv.tmp{dead.pid}", *kept]:
+        (tmp_path / name).write_text("partial")
+    with atomic_path(str(tmp_path / "run.csv")) as tmp, open(tmp, "w") as fh:
+        fh.write("new")
+    assert sorted(os.listdir(tmp_path)) == sorted(["run.csv", *kept])
+
+
+def test_an_output_that_is_a_folder_is_refused(tmp_path):
+    (tmp_path / "out.h5").mkdir()
+    assert unwritable(str(tmp_path / "out.h5")) == "it is a folder"
+    assert unwritable(str(tmp_path / "new.h5")) is None
+    assert unwritable(str(tmp_path / "no" / "new.h5")) == f"no folder {tmp_path / 'no'}"
 
 
 def test_a_link_is_followed_and_a_device_written_directly(tmp_path):
