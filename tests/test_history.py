@@ -43,7 +43,9 @@ def test_round_trip(tmp_path):
     assert (h.game, h.steps, h.frames, h.package_version) == ("pong", 500_000, 2_000_000, __version__)
     for key, values in HISTORY.items():
         np.testing.assert_array_equal(getattr(h, key), values)
-    assert h.reward_counts.dtype == np.int64 and h.v_history.dtype == np.float64
+    counts = ("reward_counts", "episode_counts", "step_history")  # whole numbers; the rest float64 (qmax too)
+    assert {k: getattr(h, k).dtype for k in HISTORY} == {k: np.dtype(np.int64 if k in counts else np.float64)
+                                                         for k in HISTORY}
     assert h.arguments == Config(game="pong", name="run").as_dict()  # None, bools and floats survive
     np.testing.assert_array_equal(h.frame_history, [1_000_000, 2_000_000])
     for which, net in (("model", model), ("best_model", best_model)):
@@ -156,6 +158,19 @@ def test_damaged_metadata_is_a_history_error(tmp_path, size):
     assert not (tmp_path / "slim.h5").exists()
 
 
+@pytest.mark.parametrize("which", ["model", "best_model"])
+def test_damaged_network_weights_fail_the_load_not_a_later_play(tmp_path, which):
+    path = tmp_path / "run.h5"
+    write(path)
+    with h5py.File(path) as f:  # the weights' bytes, under their Fletcher-32 checksum
+        chunk = f[f"{which}/fc1.weight"].id.get_chunk_info(0)
+    with open(path, "r+b") as fh:
+        fh.seek(chunk.byte_offset + chunk.size // 2)
+        fh.write(b"\x5a" * 64)
+    with pytest.raises(HistoryError, match=rf"^{re.escape(str(path))}: damaged history file \("):
+        load_history(str(path))  # dqn-plot and dqn-report, which never play, refuse it too
+
+
 def test_a_pipe_named_h5_is_skipped_not_waited_on(tmp_path):
     write(tmp_path / "run.h5")
     os.mkfifo(tmp_path / "pipe.h5")  # HDF5 would wait for a writer
@@ -198,6 +213,23 @@ def test_slim_command_errors(tmp_path):
     assert slim(tmp_path / "x.h5", "--networks", "last", "--overwrite").returncode == 0
     assert load_history(str(tmp_path / "x.h5")).state_dict("model")
     assert slim(tmp_path / "run.h5", "--networks", "none").returncode == 0  # in place needs no --overwrite
+
+
+def test_slim_command_keeps_the_networks_asked_for(tmp_path):
+    path = tmp_path / "run.h5"
+    model, best_model = write(path)
+    for args, kept, dtype in ((["--networks", "both", "--float32"], ("model", "best_model"), np.float32),
+                              (["--networks", "last"], ("model",), np.float16),
+                              (["--networks", "none", "--float32"], (), None)):
+        result = subprocess.run(["dqn-slim", str(path), str(tmp_path / "slim.h5"), "--overwrite", *args],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        with h5py.File(tmp_path / "slim.h5") as f:
+            assert sorted(k for k in ("model", "best_model") if k in f) == sorted(kept), args
+            assert {f[name]["conv1.weight"].dtype for name in kept} == ({np.dtype(dtype)} if kept else set()), args
+    h = load_history(str(path))  # the source is unchanged
+    for which, net in (("model", model), ("best_model", best_model)):
+        assert all(torch.equal(h.state_dict(which)[k], v) for k, v in net.state_dict().items())
 
 
 def test_a_full_disk_raises_the_write_s_oserror(tmp_path):
