@@ -522,6 +522,25 @@ def test_a_csv_log_of_something_else_is_kept(tmp_path, monkeypatch, content, pro
     assert files_under(tmp_path) == ["log.csv"] and (tmp_path / "log.csv").read_bytes() == content
 
 
+def test_a_resume_drops_the_csv_rows_after_its_checkpoint_and_no_others(tmp_path):
+    path = str(tmp_path / "log.csv")
+    header = ",".join(eval_log.CSV_COLUMNS)
+    assert eval_log.earlier_records(path, None) is None  # no file yet
+    with open(path, "w") as fh:
+        fh.write(header + "\n")
+    assert eval_log.earlier_records(path, None) is None  # a header alone holds no evaluation
+    rows = [f"{step}," + ",".join(["1"] * (len(eval_log.CSV_COLUMNS) - 1)) for step in (100, 200, 300)]
+    with open(path, "w") as fh:
+        fh.write("\n".join([header, *rows]) + "\n")
+    assert eval_log.earlier_records(path, None) == f"--csv-log {path!r}"
+    eval_log.EvaluationLogs(path, None, {}, start_step=200).close()  # resumed at its step-200 checkpoint
+    with open(path, newline="") as fh:
+        assert [line.rstrip() for line in fh] == [header, *rows[:2]]
+    eval_log.EvaluationLogs(path, None, {}, start_step=0).close()  # a fresh run with --overwrite
+    with open(path, newline="") as fh:
+        assert [line.rstrip() for line in fh] == [header]
+
+
 def test_bad_input_console_script(tmp_path):
     result = dqn_train(tmp_path, *SHORT, "--game", "space_invader")
     assert result.returncode == 2
