@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from dqn_nature import __version__
-from dqn_nature.checkpoint import CheckpointError, read_header, save_checkpoint
+from dqn_nature import checkpoint
+from dqn_nature.checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
 from dqn_nature.config import Config
 from dqn_nature.files import append_csv_row, atomic_path, unwritable
 from dqn_nature.history import HISTORY_FIELDS, load_history, save_history, save_network_params, slim_history
@@ -105,6 +106,48 @@ def test_a_checkpoint_with_damaged_metadata_is_one_clear_error(tmp_path, size):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert re.match(r"dqn-train: error: run.ckpt: damaged checkpoint \(.*\)\n$", result.stderr)
     assert os.listdir(tmp_path) == ["run.ckpt"]
+
+
+def replay_trainer(entries, size=10, state=None):
+    """A stand-in ``train.Trainer`` whose replay memory of ``size`` rows holds ``entries``."""
+    rng = np.random.default_rng(entries)
+    table = types.SimpleNamespace(num_entries=entries, s=np.zeros((size, 7), np.uint8), a=np.zeros(size, np.int64),
+                                  r=np.zeros(size, np.float32), t=np.zeros(size, np.uint8))
+    for name in ("s", "a", "r", "t"):
+        array = getattr(table, name)
+        array[:entries] = rng.integers(1, 100, (entries, *array.shape[1:]))
+    restored = {}
+    return types.SimpleNamespace(config=Config(game="pong", name="run"), step=300, agent=types.SimpleNamespace(
+        transitions=table), get_state=lambda: state or {"step": 300, "agent": {"w": np.arange(3.0)}},
+        set_state=lambda state, replay_restored: restored.update(state=state, replay=replay_restored),
+        restored=restored)
+
+
+def test_a_checkpoint_restores_the_replay_memory_row_for_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "CHUNK_ROWS", 3)  # copied in chunks, the last one partial
+    path = str(tmp_path / "run.ckpt")
+    saved = replay_trainer(entries=8)
+    save_checkpoint(path, saved, replay=True)
+    into = replay_trainer(entries=0)
+    into.agent.transitions.num_entries = 8  # as the agent's set_state leaves it
+    assert restore_checkpoint(path, into) is True
+    assert into.restored["replay"] is True and into.restored["state"]["step"] == 300
+    np.testing.assert_array_equal(into.restored["state"]["agent"]["w"], np.arange(3.0))
+    for name in ("s", "a", "r", "t"):
+        got, want = getattr(into.agent.transitions, name), getattr(saved.agent.transitions, name)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), name
+    save_checkpoint(path, saved)  # without the replay memory: nothing restored into the table
+    empty = replay_trainer(entries=0)
+    assert restore_checkpoint(path, empty) is False and empty.restored["replay"] is False
+    assert not empty.agent.transitions.s.any()
+
+
+def test_a_replay_memory_of_another_size_is_refused(tmp_path):
+    path = str(tmp_path / "run.ckpt")
+    save_checkpoint(path, replay_trainer(entries=8), replay=True)
+    into = replay_trainer(entries=9)  # the agent's set_state found another count of entries
+    with pytest.raises(CheckpointError, match=r"run.ckpt: replay memory s has shape \(8, 7\), expected \(9,\)"):
+        restore_checkpoint(path, into)
 
 
 def variable_length_strings(path):
