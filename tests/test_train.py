@@ -180,3 +180,35 @@ def test_the_best_network_is_kept_against_the_best_score_so_far_not_the_last(ear
     trainer.evaluate()
     assert trainer.history["reward_history"] == earlier + [0.0]
     assert (trainer.best_network is not kept) == best
+
+
+def test_a_checkpoint_restores_the_trainers_whole_position(tmp_path):
+    """Step, training time, histories, best network, the agent's step count (its epsilon) and
+    the global random generators come back from ``save_checkpoint`` into a new trainer."""
+    import json
+    import random
+
+    from dqn_nature.checkpoint import restore_checkpoint, save_checkpoint
+
+    config = resolve(dict(game="pong", gpu=-1, steps=130, learn_start=100, eval_freq=120, eval_steps=20,
+                          replay_memory=1000, update_freq=5, buffer_size=64, valid_size=32, threads=1, verbose=0,
+                          ep_endt=1000))
+    trainer = train.Trainer(config, -1)
+    for _ in trainer.run():
+        pass
+    trainer.train_time = 1234.5  # as after hours of training
+    torch.manual_seed(7), random.seed(7), np.random.seed(7)
+    rngs = torch.get_rng_state(), json.dumps(random.getstate()), np.random.get_state()[1].copy()
+    save_checkpoint(str(tmp_path / "run.ckpt"), trainer)
+    torch.rand(3), random.random(), np.random.rand()  # the generators move on
+    resumed = train.Trainer(config, -1)
+    assert restore_checkpoint(str(tmp_path / "run.ckpt"), resumed) is False  # no replay memory in it
+    assert (resumed.step, resumed.train_time, resumed.history) == (130, 1234.5, trainer.history)
+    assert resumed.agent.num_steps == trainer.agent.num_steps == 130
+    assert resumed.agent.train_epsilon() == trainer.agent.train_epsilon() < 1
+    assert sorted(resumed.best_network) == sorted(trainer.best_network)
+    assert all(torch.equal(resumed.best_network[k], v) for k, v in trainer.best_network.items())
+    assert all(torch.equal(resumed.agent.network.state_dict()[k], v)
+               for k, v in trainer.agent.network.state_dict().items())
+    assert torch.equal(torch.get_rng_state(), rngs[0]) and json.dumps(random.getstate()) == rngs[1]
+    np.testing.assert_array_equal(np.random.get_state()[1], rngs[2])
