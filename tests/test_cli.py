@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import click
@@ -539,6 +540,26 @@ def test_a_resume_drops_the_csv_rows_after_its_checkpoint_and_no_others(tmp_path
     eval_log.EvaluationLogs(path, None, {}, start_step=0).close()  # a fresh run with --overwrite
     with open(path, newline="") as fh:
         assert [line.rstrip() for line in fh] == [header]
+
+
+def test_evaluation_logs_of_a_resumed_run_through_a_stream_and_tensorboard(tmp_path, capfd):
+    def run(start_step, *steps):  # each a process of its own: rows to its stdout, scalars to tb/
+        logs = eval_log.EvaluationLogs("/dev/stdout", str(tmp_path / "tb"), {"seed": 1}, start_step=start_step)
+        for step in steps:
+            trainer = types.SimpleNamespace(history={k: [step] for k in eval_log.LUA_HISTORIES},
+                                            agent=types.SimpleNamespace(train_epsilon=lambda: 0.5))
+            logs.write(trainer, types.SimpleNamespace(step=step, frames=4 * step, lr=0.1, train_fps=2, eval_fps=3))
+        logs.close()
+        return capfd.readouterr().out.splitlines()
+
+    header = ",".join(eval_log.CSV_COLUMNS)
+    first = run(0, 100, 200, 300)
+    assert first[0] == header and [line.split(",")[0] for line in first] == ["step", "100", "200", "300"]
+    resumed = run(200, 300, 400)  # a header for each process's rows: a stream cannot be read back
+    assert resumed[0] == header and [line.split(",")[0] for line in resumed] == ["step", "300", "400"]
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()  # the killed run's 300 hidden; its 100 and 200, up to the checkpoint, kept
+    assert [(e.step, e.value) for e in events.Scalars("reward_history")] == [(s, s) for s in (100, 200, 300, 400)]
 
 
 def test_bad_input_console_script(tmp_path):
