@@ -12,7 +12,8 @@ import torch
 
 from dqn_nature import __version__
 from dqn_nature.config import Config
-from dqn_nature.history import HistoryError, load_history, load_runs, save_history, slim_history
+from dqn_nature.history import (HistoryError, load_history, load_network_params, load_runs, save_history,
+                                save_network_params, slim_history)
 from dqn_nature.network import convnet_atari3
 
 HISTORY = {
@@ -376,5 +377,25 @@ def test_stored_arguments_load_as_their_options_types(tmp_path):
     write(path)
     with h5py.File(path, "a") as f:
         f["arguments"].attrs["actrep"] = 2.0  # as a float, e.g. from another writer
-    actrep = load_history(str(path)).arguments["actrep"]
-    assert actrep == 2 and isinstance(actrep, int)
+    h = load_history(str(path))
+    assert h.arguments["actrep"] == 2 and isinstance(h.arguments["actrep"], int)
+    np.testing.assert_array_equal(h.frame_history, [500_000, 1_000_000])  # frames at the run's own actrep
+    with h5py.File(path, "a") as f:
+        del f["arguments"]
+    np.testing.assert_array_equal(load_history(str(path)).frame_history, HISTORY["step_history"])  # actrep unknown
+
+
+@pytest.mark.parametrize("change", [lambda f: f.attrs.__setitem__("hist_len", 0),
+                                    lambda f: f.attrs.__setitem__("hist_len", 2.5),
+                                    _replace("network", np.zeros((2, 3), np.float32)),
+                                    _replace("network", np.arange(6))])
+def test_a_parameter_file_of_the_wrong_shape_or_hist_len_is_damage(tmp_path, change):
+    path = str(tmp_path / "run.params.h5")
+    save_network_params(path, convnet_atari3(6, 2))
+    vector, hist_len = load_network_params(path)
+    assert hist_len == 2 and vector.dtype == np.float32 and vector.shape == (sum(
+        p.numel() for p in convnet_atari3(6, 2).parameters()),)
+    with h5py.File(path, "a") as f:
+        change(f)
+    with pytest.raises(HistoryError, match=r"run.params.h5: damaged parameter file \(not a vector of floats"):
+        load_network_params(path)
