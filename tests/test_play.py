@@ -296,3 +296,66 @@ def test_a_full_disk_is_one_line(networks):
     assert result.exit_code == 1
     assert result.stderr.endswith(": error: cannot write the output files: No space left on device\n")
     assert not os.path.isfile("/dev/full")  # written to, not replaced
+
+
+def test_each_episode_after_the_first_starts_with_next_random_game(weights, single_threaded):
+    """As train_agent.lua's evaluation: newGame() once, then nextRandomGame() per later episode."""
+    calls = []
+
+    class Recorded(GameEnvironment):  # the real emulator; the calls play makes, not those they make
+        inside = False
+
+        def new_game(self):
+            if not self.inside:
+                calls.append("new_game")
+            return super().new_game()
+
+        def next_random_game(self, k=None):
+            calls.append("next_random_game")
+            self.inside = True
+            try:
+                return super().next_random_game(k)
+            finally:
+                self.inside = False
+
+    env = Recorded("pong", seed=3)
+    agent = NeuralQLearner(env.get_actions(), seed=3, replay_memory=36, bufferSize=32)
+    agent.network.load_state_dict(weights)
+    steps = list(play(env, agent, 3, 0.05, 5))
+    assert calls == ["new_game", "next_random_game", "next_random_game"]
+    assert [(s.episode, s.step) for s in steps] == [(e, i) for e in range(3) for i in range(5)]
+    assert [s.episode_end.steps for s in steps if s.episode_end] == [5, 5, 5]
+
+
+def test_the_testing_ep_option_is_the_exploration_rate(tmp_path, networks):
+    greedy = {}
+    for epsilon in (0, 1):
+        table = tmp_path / f"ep{epsilon}.csv"
+        result = dqn_test(*BASE[:2], "--max-steps", 200, "--network", networks[0], "--testing-ep", epsilon,
+                          "--csv-file", table)
+        assert result.exit_code == 0, result.output
+        with open(table, newline="") as fh:
+            rows = list(csv.reader(fh))[1:]
+        q = np.array([[float(x) for x in r[4:]] for r in rows])
+        greedy[epsilon] = (np.array([int(r[2]) for r in rows]) == q.argmax(1)).mean()
+    assert greedy[0] == 1.0  # every action the argmax of its Q-values
+    assert greedy[1] < 0.5  # uniformly random: about 1 in 6
+
+
+def test_video_frame_rates(tmp_path, networks):
+    """Every emulator frame plays at the game's 60 fps; one per agent step at 60/actrep."""
+    pytest.importorskip("imageio_ffmpeg")
+    for args, fps, frames in (([], 60, 120), (["--frame-skip"], 15, 30)):
+        video = tmp_path / "play.mp4"
+        result = dqn_test(*BASE[:2], "--max-steps", 30, "--network", networks[0], "--video", video, *args)
+        assert result.exit_code == 0, result.output
+        assert iio.immeta(video, plugin="FFMPEG")["fps"] == fps
+        assert iio.imread(video, index=None, plugin="FFMPEG").shape[0] == frames
+
+
+def test_mean_and_std_over_the_episodes(networks):
+    result = dqn_test(*BASE[:2], "--max-steps", 250, "--episodes", 3, "--testing-ep", 1, "--network", networks[0])
+    assert result.exit_code == 0, result.output
+    scores = np.array([float(m[1]) for m in EPISODE_LINE.findall(result.output)])
+    assert len(scores) == 3 and len(set(scores)) > 1 and np.mean(scores) != np.median(scores)
+    assert f"Mean score {scores.mean():g}, std {scores.std():g} over 3 episode(s)" in result.output
