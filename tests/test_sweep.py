@@ -295,3 +295,92 @@ def test_sigterm_in_the_background_stops_the_runs_and_keeps_their_files(tmp_path
     assert "Stopped by SIGTERM at step" in log.read_text()
     assert sorted(os.listdir(log.parent)) == ["DQN3_0_1_pong_FULL_Y.ckpt", "DQN3_0_1_pong_FULL_Y.h5", "train.log"]
     assert load_history(str(log.parent / "DQN3_0_1_pong_FULL_Y.h5")).steps > 0
+
+
+def test_previous_finished_counts_only_finished_runs_of_the_same_name_and_arguments(tmp_path):
+    path = str(tmp_path / "sweep.json")
+    runs = [sweep.Run("pong", seed, "f", "h", "c", "l", state=state)
+            for seed, state in enumerate(("finished", "skipped", "failed", "running", "pending"))]
+    arguments = dict(name=None, train_args=["--steps", "300"])
+    sweep.write_record(path, arguments, runs, "", None)
+    assert sweep.previous_finished(path, arguments) == {("pong", 0), ("pong", 1)}
+    assert sweep.previous_finished(path, {**arguments, "name": "other"}) == set()
+    assert sweep.previous_finished(path, {**arguments, "train_args": ["--steps", "400"]}) == set()
+    assert sweep.previous_finished(str(tmp_path / "none.json"), arguments) == set()
+
+
+def test_poll_reads_the_attempt_s_log(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("Steps: 900 (frames: 3600), reward: -5.00, an earlier attempt\n")
+    run = sweep.Run("pong", 1, str(tmp_path), str(tmp_path / "none.h5"), "c", str(log), log_size=log.stat().st_size)
+    run.poll()
+    assert (run.state, run.steps, run.reward, run.rate) == ("pending", 0, None, None)  # no news of this attempt
+    with open(log, "a") as fh:
+        fh.write("Steps: 300 (frames: 1200), 52.1 steps/s, ...\nSteps: 300 (frames: 1200), reward: -21.00, ...\n"
+                 "Steps: 600 (frames: 2400), reward: -19.50, ...\nSteps: 700 (frames: 2800), 48.0 steps/s, ...\n")
+    run.poll()
+    assert (run.state, run.steps, run.reward, run.rate) == ("running", 700, -19.5, 48.0)
+
+
+def test_fractions_of_a_cpu_train_on_one_thread():
+    assert sweep.train_arguments([], "pong", None, 0.5, 1)[0] == ["--threads", "1"]
+    assert sweep.train_arguments([], "pong", None, 3.7, 0)[0] == ["--threads", "3", "--gpu", "-1"]
+
+
+def test_run_logs_go_under_game_and_seed():
+    from dqn_nature.config import Config
+
+    assert sweep.run_logs(Config(csv_log="logs/eval.csv", tensorboard="tb"), "pong", 3) == (
+        os.path.join("logs", "pong", "seed3", "eval.csv"), os.path.join("tb", "pong", "seed3"))
+    assert sweep.run_logs(Config(), "pong", 3) == (None, None)
+
+
+def test_a_run_that_reached_its_steps_is_skipped_without_ray(tmp_path, monkeypatch):
+    from dqn_nature.config import Config
+    from dqn_nature.history import HISTORY_FIELDS, save_history
+
+    monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
+    history = {k: [] for k in HISTORY_FIELDS}
+    history["time_history"] = [0.0]
+    (tmp_path / "pong" / "seed1").mkdir(parents=True)
+    save_history(str(tmp_path / "pong" / "seed1" / "DQN3_0_1_pong_FULL_Y.h5"), game="pong", steps=300, frames=1200,
+                 history=history, model={}, best_model=None, arguments=Config(game="pong").as_dict(),
+                 package_version="test")
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--out", str(tmp_path), *TINY])
+    assert result.exit_code == 0, result.output
+    assert [r["state"] for r in json.loads((tmp_path / "sweep.json").read_text())["runs"]] == ["skipped"]
+
+
+def test_one_failed_run_fails_the_sweep(tmp_path, monkeypatch):
+    class Cluster:
+        def cluster_resources(self):
+            return {"CPU": 2}
+
+        def shutdown(self):
+            pass
+
+    def run_all(ray, todo, table, forwarded, max_concurrent, cpus, gpus, save):
+        todo[0].state, todo[1].state, todo[1].error = "finished", "failed", "exit status 3"
+        return False
+
+    monkeypatch.setattr(sweep, "start_ray", lambda address: Cluster())
+    monkeypatch.setattr(sweep, "_run_all", run_all)
+    monkeypatch.setattr(sweep.signal, "signal", lambda *args: None)  # keep pytest's handlers
+    result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--seeds", "1-2", "--out", str(tmp_path),
+                                                      *TINY])
+    assert result.exit_code == 1, result.output
+    assert "pong/seed2 failed: exit status 3 (log: " in result.stdout
+
+
+def test_train_run_starts_afresh_or_resumes_and_keeps_the_error_line(tmp_path):
+    log, checkpoint = str(tmp_path / "run" / "train.log"), str(tmp_path / "run" / "run.ckpt")
+    result = sweep.train_run(["--game", "pong", "--steps", "0"], checkpoint, log, str(tmp_path))
+    assert (result["exit_code"], result["resumed"]) == (2, False)
+    assert result["error"] == "dqn-train: error: steps must be positive, not 0"
+    with open(checkpoint, "w") as fh:
+        fh.write("damaged")
+    result = sweep.train_run(["--game", "pong"], checkpoint, log, str(tmp_path))
+    assert (result["exit_code"], result["resumed"]) == (2, True)
+    assert result["error"].startswith(f"dqn-train: error: {checkpoint}: ")
+    headers = [line for line in open(log) if line.startswith("# dqn-sweep on ")]
+    assert "--overwrite --game pong --steps 0" in headers[0] and f"--resume {checkpoint} --game pong" in headers[1]
