@@ -17,6 +17,7 @@ from dqn_nature import load_history
 from dqn_nature.config import Config
 from dqn_nature.history import history_paths, load_runs, save_history, save_network_params
 from dqn_nature.network import convnet_atari3
+from dqn_nature import plot
 from dqn_nature.plot import main as plot_main, seed_curves, x_values
 from dqn_nature.report import main as report_main, report_rows
 from dqn_nature.scores import SCORES
@@ -511,3 +512,58 @@ def test_plot_never_writes_the_figure_over_a_history_it_plots(tmp_path, capsys):
     linked.symlink_to(run)  # found in a folder
     expect_error(plot_main, [tmp_path / "runs", "-o", run], capsys, "is one of the histories to plot")
     assert Path(run).read_bytes() == before and load_history(run).reward_history.tolist() == [1.0, 2.0]
+
+
+def drawn_figure(monkeypatch, capsys, args):
+    """The matplotlib figure dqn-plot draws for ``args`` (kept open: close it)."""
+    import matplotlib.pyplot as plt
+
+    drawn = []
+    monkeypatch.setattr(plt, "close", drawn.append)
+    code, _, err = run_cli(plot_main, args, capsys)
+    assert code == 0, err
+    (figure,) = drawn
+    return figure
+
+
+def band_extent(ax, label=None):
+    """(x min, x max, y min, y max) of the band labelled ``label`` (the only unlabelled one if None)."""
+    (band,) = [c for c in ax.collections if (c.get_label() == label if label else c.get_label().startswith("_"))]
+    vertices = np.concatenate([p.vertices for p in band.get_paths()])
+    return vertices[:, 0].min(), vertices[:, 0].max(), vertices[:, 1].min(), vertices[:, 1].max()
+
+
+def test_plot_axes_in_frames_steps_and_epochs_place_runs_and_reference_curves(tmp_path, capsys, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    ref = tmp_path / "curves.csv"  # runs 0 and 1 at 0, 1.5M, ..., 6M frames: values -21+k and -18+k
+    ref.write_text("game,run,frames,mean_return\n" + "".join(
+        f"pong,{r},{k * 1_500_000},{-21 + 3 * r + k}\n" for r in (1, 0) for k in range(5)))
+    # actrep 2 and 2 updates per update_freq steps: neither is the paper's 4 and 1.
+    run = synthetic(tmp_path / "run.h5", [-21.0, -20.0, -19.0, -18.0], first_step=250_000, eval_freq=250_000,
+                    actrep=2, n_replay=2, update_freq=4, learn_start=50_000)
+    steps = [250_000, 500_000, 750_000, 1_000_000]
+    expected = {  # the run's points; the band's end: the first reference point at or after the run's end
+        "frames": ([2 * s for s in steps], 3_000_000, -16.0),
+        "steps": (steps, 1_500_000, -16.0),  # reference frames / the runs' actrep
+        "epochs": ([(s - 50_000) / 4 * 2 / 50_000 for s in steps], 7.5, -14.0),  # 800,000 frames per epoch
+    }
+    for x, (points, band_end, band_top) in expected.items():
+        figure = drawn_figure(monkeypatch, capsys, [run, "-o", tmp_path / "f.png", "--x", x, "--reference", ref])
+        ax_score, ax_value = figure.axes
+        (line,) = [l for l in ax_score.lines if l.get_label() == "run"]
+        assert line.get_xdata().tolist() == points and ax_value.lines[0].get_xdata().tolist() == points
+        assert band_extent(ax_score, "curves.csv") == (0.0, band_end, -21.0, band_top)
+        assert ax_score.get_xlabel() == ax_value.get_xlabel() == plot.X_LABELS[x]
+        plt.close(figure)
+
+
+@pytest.mark.parametrize("band, low, high", [("minmax", 0.0, 3.0), ("std", 1 - 2 ** 0.5, 1 + 2 ** 0.5)])
+def test_plot_band_over_seeds(tmp_path, capsys, monkeypatch, band, low, high):
+    import matplotlib.pyplot as plt
+
+    runs = [synthetic(tmp_path / f"s{s}.h5", [v, v], seed=s, values=[v, v]) for s, v in ((1, 0.0), (2, 0.0), (3, 3.0))]
+    figure = drawn_figure(monkeypatch, capsys, [*runs, "-o", tmp_path / "f.png", "--band", band])
+    for ax in figure.axes:
+        assert band_extent(ax)[2:] == pytest.approx((low, high))
+    plt.close(figure)
