@@ -7,6 +7,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import types
@@ -585,6 +586,7 @@ USAGE_ERRORS = [
     ("dqn_nature.cli", ["--name", "-run", "--bogus"], r"No such option '--bogus'"),  # "-run" is --name's value
     ("dqn_nature.test_agent", ["--game", "pong"], r"Missing option '--network'"),
     ("dqn_nature.test_agent", ["-gif", "x.gif"], r"No such option '-gif'.*'-gif_file'"),
+    ("dqn_nature.test_agent", ["-ep", "1"], r"No such option '-ep'"),  # two letters, not -e and -p
     ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--seed", "99999999999"],
      r"Invalid value for '--seed'.*0<=x<=2147483647"),  # the emulator's seed is a C int
     ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--gpu", "-3"], r"Invalid value for '--gpu'"),
@@ -593,6 +595,23 @@ USAGE_ERRORS = [
     ("dqn_nature.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
     ("dqn_nature.plot", ["--bogus"], r"No such option '--bogus'"),
 ]
+
+
+def test_os_reason_is_the_system_s_words_for_the_errno():
+    from dqn_nature.console import os_reason
+
+    assert os_reason(OSError(errno.ENOSPC, "Unable to synchronously write\n(file write failed: tmp.h5)")) == \
+        os.strerror(errno.ENOSPC)
+    assert os_reason(OSError("a message\n  without errno")) == "a message without errno"
+
+
+def test_a_second_signal_exits_at_once():
+    code = ("import os, signal, time; from dqn_nature.console import StopRequest; s = StopRequest(); "
+            "os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.2); print(s.name, flush=True); "
+            "os.kill(os.getpid(), signal.SIGINT); time.sleep(5); print('went on')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert (result.returncode, result.stdout) == (128 + signal.SIGINT, "SIGTERM\n"), result.stderr
 
 
 def test_a_message_of_several_lines_is_printed_as_one(capsys):
