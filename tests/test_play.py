@@ -22,7 +22,7 @@ from dqn_nature.history import HISTORY_FIELDS, save_history, save_network_params
 from dqn_nature.network import convnet_atari3
 from dqn_nature.networks import load_network
 from dqn_nature.neural_q_learner import NeuralQLearner
-from dqn_nature.test_agent import play, test_command as dqn_test_command
+from dqn_nature.test_agent import draw_overlay, play, test_command as dqn_test_command
 
 STEPS = 300
 BASE = ["--game", "pong", "--max-steps", STEPS, "--seed", 3, "--threads", 1]
@@ -81,6 +81,7 @@ def test_plays_from_h5_and_t7_and_writes_gif_and_csv(tmp_path, networks, replay)
         frames_back = iio.imread(gif, index=None)
         assert frames_back.shape == (4 * STEPS, 210, 160, 3)
         assert iio.immeta(gif, index=0)["duration"] == 20  # 1/50 s: GIF delays are whole centiseconds
+        assert iio.immeta(gif, index=0)["loop"] == 0  # loops for ever
         with open(table, newline="") as fh:
             rows = list(csv.reader(fh))
         assert rows[0] == ["episode", "step", "action", "reward", "q_NOOP", "q_FIRE", "q_RIGHT", "q_LEFT",
@@ -111,6 +112,8 @@ def test_frame_skip_overlay_and_episodes(tmp_path, networks, replay):
     raw = np.stack([s.frames[-1] for s in replay])
     assert np.array_equal(frames[:, :190], raw[:, :190])  # the overlay is drawn in the bottom-left corner only
     assert not np.array_equal(frames[:, 190:, :40], raw[:, 190:, :40])
+    names = ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]  # the score after the step, the action chosen
+    assert np.array_equal(frames, [draw_overlay(s.frames[-1], f"{s.score:g} {names[s.action]}") for s in replay])
 
     result = dqn_test(*BASE[:2], "--max-steps", 40, "--network", networks[0], "--episodes", 2, "--random-starts", 5)
     assert result.exit_code == 0, result.output
