@@ -55,7 +55,7 @@ def explicit_options(ctx: click.Context, values: dict) -> dict:
 
 def find_preset(name: str) -> str:
     """Path of preset ``name``: a file, or ``args/<name>[.toml]`` here or in the project. No Lua
-    counterpart (the ``run_gpu`` script).
+    counterpart: presets stand in for the ``run_gpu`` scripts.
 
     Raises:
         ConfigError: no such preset.

@@ -182,8 +182,8 @@ class History:
     """A loaded history. Arrays have one entry per evaluation; ``time_history`` one more.
 
     Attributes: ``path``, ``game``, ``steps`` (agent steps trained), ``frames`` (emulator
-    frames, steps x actrep), ``package_version``, the ``HISTORY_FIELDS`` arrays (1-D, of the
-    dtypes the file stores: those of ``HISTORY_FIELDS`` when ``save_history`` wrote it;
+    frames, steps x actrep), ``package_version``, the ``HISTORY_FIELDS`` arrays (1-D integers or
+    floats as the file stores them, ``HISTORY_FIELDS``' dtypes where ``save_history`` wrote it;
     ``step_history`` in agent steps, ``time_history`` in seconds of training), ``arguments``
     (dict), ``attrs`` (all root attributes).
     """

@@ -26,7 +26,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from dqn_nature import __version__, eval_log, load_history
 from dqn_nature.cli import config_options, resume_path, train
 from dqn_nature.config import Config, resolve
-from dqn_nature.console import fail
+from dqn_nature.console import fail, os_reason
 from dqn_nature.network import convnet_atari3
 from dqn_nature.train import precision_warning
 
@@ -598,8 +598,6 @@ USAGE_ERRORS = [
 
 
 def test_os_reason_is_the_system_s_words_for_the_errno():
-    from dqn_nature.console import os_reason
-
     assert os_reason(OSError(errno.ENOSPC, "Unable to synchronously write\n(file write failed: tmp.h5)")) == \
         os.strerror(errno.ENOSPC)
     assert os_reason(OSError("a message\n  without errno")) == "a message without errno"

@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from dqn_nature import load_history, sweep
+from dqn_nature.config import Config
+from dqn_nature.history import HISTORY_FIELDS, save_history
 
 # One evaluation, at step 300 (learning starts at 100 with a small prefetch buffer; 10 updates).
 TINY = ["--steps", "300", "--eval-freq", "300", "--eval-steps", "50", "--replay-memory", "1000",
@@ -89,16 +91,26 @@ def test_a_cluster_may_hold_roms_that_this_machine_lacks(tmp_path, monkeypatch):
     assert result.output.endswith("error: cannot start or reach Ray at auto: reached\n")
 
 
+class Cluster:
+    """Ray's cluster, where the runs are played by a stand-in for ``sweep._run_all``."""
+
+    def cluster_resources(self):
+        return {"CPU": 2}
+
+    def shutdown(self):
+        pass
+
+
+def without_ray(monkeypatch, run_all):
+    """dqn-sweep with ``run_all`` in place of ``sweep._run_all`` and no Ray; pytest's signal handlers stay."""
+    monkeypatch.setattr(sweep, "start_ray", lambda address: Cluster())
+    monkeypatch.setattr(sweep, "_run_all", run_all)
+    monkeypatch.setattr(sweep.signal, "signal", lambda *args: None)
+
+
 def test_a_record_that_cannot_be_written_does_not_stop_the_runs(tmp_path, monkeypatch):
     """sweep.json written at the start, then on a full disk: each later write warns, the runs
     go on, and the sweep ends with its summary and exit status 1 (not a traceback)."""
-    class Cluster:
-        def cluster_resources(self):
-            return {"CPU": 2}
-
-        def shutdown(self):
-            pass
-
     def run_all(ray, todo, table, forwarded, max_concurrent, cpus, gpus, save):
         for run in todo:
             run.state = "finished"
@@ -112,9 +124,7 @@ def test_a_record_that_cannot_be_written_does_not_stop_the_runs(tmp_path, monkey
 
     real_write_record = sweep.write_record
     monkeypatch.setattr(sweep, "write_record", write_record)
-    monkeypatch.setattr(sweep, "start_ray", lambda address: Cluster())
-    monkeypatch.setattr(sweep, "_run_all", run_all)
-    monkeypatch.setattr(sweep.signal, "signal", lambda *args: None)  # keep pytest's handlers
+    without_ray(monkeypatch, run_all)
     result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--seeds", "1-2", "--out", str(tmp_path),
                                                       *TINY])
     assert result.exit_code == 1, result.output
@@ -328,17 +338,12 @@ def test_fractions_of_a_cpu_train_on_one_thread():
 
 
 def test_run_logs_go_under_game_and_seed():
-    from dqn_nature.config import Config
-
     assert sweep.run_logs(Config(csv_log="logs/eval.csv", tensorboard="tb"), "pong", 3) == (
         os.path.join("logs", "pong", "seed3", "eval.csv"), os.path.join("tb", "pong", "seed3"))
     assert sweep.run_logs(Config(), "pong", 3) == (None, None)
 
 
 def test_a_run_that_reached_its_steps_is_skipped_without_ray(tmp_path, monkeypatch):
-    from dqn_nature.config import Config
-    from dqn_nature.history import HISTORY_FIELDS, save_history
-
     monkeypatch.setattr(sweep, "start_ray", lambda address: pytest.fail("Ray started"))
     history = {k: [] for k in HISTORY_FIELDS}
     history["time_history"] = [0.0]
@@ -352,20 +357,11 @@ def test_a_run_that_reached_its_steps_is_skipped_without_ray(tmp_path, monkeypat
 
 
 def test_one_failed_run_fails_the_sweep(tmp_path, monkeypatch):
-    class Cluster:
-        def cluster_resources(self):
-            return {"CPU": 2}
-
-        def shutdown(self):
-            pass
-
     def run_all(ray, todo, table, forwarded, max_concurrent, cpus, gpus, save):
         todo[0].state, todo[1].state, todo[1].error = "finished", "failed", "exit status 3"
         return False
 
-    monkeypatch.setattr(sweep, "start_ray", lambda address: Cluster())
-    monkeypatch.setattr(sweep, "_run_all", run_all)
-    monkeypatch.setattr(sweep.signal, "signal", lambda *args: None)  # keep pytest's handlers
+    without_ray(monkeypatch, run_all)
     result = CliRunner().invoke(sweep.sweep_command, ["--games", "pong", "--seeds", "1-2", "--out", str(tmp_path),
                                                       *TINY])
     assert result.exit_code == 1, result.output

@@ -1,6 +1,8 @@
 """The training loop of ``train_agent.lua``: its episodes, its evaluations and its clock,
 on the real emulator."""
 import itertools
+import json
+import random
 import types
 
 import numpy as np
@@ -9,6 +11,7 @@ import threadpoolctl
 import torch
 
 from dqn_nature import train
+from dqn_nature.checkpoint import restore_checkpoint, save_checkpoint
 from dqn_nature.config import resolve
 from dqn_nature.preprocess import scale_y, to_bytes
 
@@ -185,11 +188,6 @@ def test_the_best_network_is_kept_against_the_best_score_so_far_not_the_last(ear
 def test_a_checkpoint_restores_the_trainers_whole_position(tmp_path):
     """Step, training time, histories, best network, the agent's step count (its epsilon) and
     the global random generators come back from ``save_checkpoint`` into a new trainer."""
-    import json
-    import random
-
-    from dqn_nature.checkpoint import restore_checkpoint, save_checkpoint
-
     config = resolve(dict(game="pong", gpu=-1, steps=130, learn_start=100, eval_freq=120, eval_steps=20,
                           replay_memory=1000, update_freq=5, buffer_size=64, valid_size=32, threads=1, verbose=0,
                           ep_endt=1000))
