@@ -8,6 +8,7 @@ import re
 import signal
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import click
@@ -56,7 +57,9 @@ def refuse_to_replace(target: str, overwrite: bool):
 
 def run_command(command: click.Command, args: list[str] | None = None):
     """Run a click ``command`` as a console entry point: usage errors, too, are one line on
-    stderr with exit status 2; Ctrl-C before the command handles it exits 130."""
+    stderr with exit status 2, Python warnings one line each (``warning: <message>``); Ctrl-C
+    before the command handles it exits 130."""
+    warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"
     try:
         code = command.main(args=args, standalone_mode=False)
     except click.ClickException as e:

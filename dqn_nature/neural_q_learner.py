@@ -130,11 +130,11 @@ class NeuralQLearner:
         bf16 on the CPU its bfloat16 copy, refreshed when the weights have changed in place
         since (an update, a target copy, a load: tensors' version counters tell). Autocast
         would cast every weight on every pass, a fresh 3 MB for the first linear layer; the
-        copy holds the values of those casts and gives the same results, its gradients going
-        to ``network``'s by ``_take_gradients``. No Lua counterpart."""
+        copy holds the values of those casts and gives the same results; the optimiser takes
+        its gradients (``step_from_bfloat16``). No Lua counterpart."""
         if self._bf16_copies is None:
             return network
-        versions = [p._version for p in network.parameters()]
+        versions = _versions(network)
         copied = self._bf16_copies.get(network)
         if copied is None:
             model = copy.deepcopy(network).to(torch.bfloat16)
@@ -146,13 +146,6 @@ class NeuralQLearner:
                     c.copy_(p)
             copied[1] = versions
         return copied[0]
-
-    def _take_gradients(self) -> None:
-        """Move the gradients of the online network's bfloat16 copy (see ``_run``) to its own
-        float32 parameters, as autocast's casts would have done in the backward pass."""
-        for c, p in zip(self._run(self.network).parameters(), self.network.parameters()):
-            p.grad = c.grad.float()
-            c.grad = None
 
     def _to_input(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
@@ -305,9 +298,12 @@ class NeuralQLearner:
         # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
         # imports sympy (75 MB resident) to check the gradient's shape.
         (q_all * targets).sum().backward()
-        if self._bf16_copies is not None:
-            self._take_gradients()
-        self.optimizer.step()
+        if self._bf16_copies is None:
+            self.optimizer.step()
+            return
+        copies = self._run(self.network)
+        self.optimizer.step_from_bfloat16(copies.parameters())  # refreshes the copy too
+        self._bf16_copies[self.network][1] = _versions(self.network)
 
     # -- validation ----------------------------------------------------------------------
     def sample_validation_data(self) -> None:
@@ -397,3 +393,8 @@ class NeuralQLearner:
             self.replay_restart = self.num_steps
         if self.device.type == "cuda":
             self._update_graph.reset()  # the optimiser's buffers are new tensors
+
+
+def _versions(network) -> list[int]:
+    """The version counters of ``network``'s parameters (each in-place change bumps its own)."""
+    return [p._version for p in network.parameters()]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from dqn_nature import NeuralQLearner, cuda_graph
+from dqn_nature import NeuralQLearner, cuda_graph, optim
 from dqn_nature.preprocess import scale_y, to_bytes
 
 ACTIONS = [0, 1, 3, 4, 11, 12]
@@ -285,14 +285,18 @@ def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames, update
             torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
 
 
-def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames):
+@pytest.mark.parametrize("compiled", [False, True])
+def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames, monkeypatch, compiled):
     # The agent keeps bfloat16 copies of its networks instead of letting autocast cast every
-    # weight on every pass; autocast on the float32 weights is the reference, bit for bit.
+    # weight on every pass; autocast on the float32 weights with the uncompiled RMSProp is the
+    # reference: bit for bit, or with the compiled RMSProp (a correctly rounded square root)
+    # to float32's precision.
     agent, reference = make_agent(precision="bf16"), make_agent(precision="bf16")
     reference._bf16_copies = None
     states = np.stack([np.stack(frames[i:i + 4]) for i in range(0, 40, 10)])
     results = []
     for a in (agent, reference):
+        monkeypatch.setattr(optim, "_uncompiled", a is reference or not compiled)
         fill(a, frames)
         q = [a._greedy_q(states)]
         for i in range(3):
@@ -305,10 +309,20 @@ def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames):
         results.append((q, [p.detach().clone() for p in a.network.parameters()],
                         [p.grad for p in a.network.parameters()], a.v_avg, a.tderr_avg))
     assert len(agent._bf16_copies) == 2  # the online and target networks'
+    copies = agent._run(agent.network).parameters()
+    assert all(torch.equal(c, p.to(torch.bfloat16)) for c, p in zip(copies, agent.network.parameters()))
     (q, weights, grads, v_avg, tderr), (q_ref, weights_ref, grads_ref, v_avg_ref, tderr_ref) = results
     assert not torch.equal(q[0], q[-1])  # the updates changed the greedy Q-values
-    assert all(torch.equal(x, y) for x, y in zip(q + weights + grads, q_ref + weights_ref + grads_ref))
-    assert (v_avg, tderr) == (v_avg_ref, tderr_ref) and grads[0].dtype == torch.float32
+    assert grads[0].dtype == torch.float32
+    if not compiled:
+        assert all(torch.equal(x, y) for x, y in zip(q + weights + grads, q_ref + weights_ref + grads_ref))
+        assert (v_avg, tderr) == (v_avg_ref, tderr_ref)
+        return
+    assert torch.equal(q[0], q_ref[0])
+    for x, y in zip(weights, weights_ref):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-7)
+    for x, y in zip(q, q_ref):
+        torch.testing.assert_close(x, y, rtol=0.02, atol=1e-3)  # bfloat16 forward passes
 
 
 def test_perceive_stores_transitions_only_when_training(pong_screens):

@@ -1,9 +1,12 @@
 """convnet_atari3 and DeepMindRMSProp."""
 import math
+import shutil
+import warnings
 
 import pytest
 import torch
 
+from dqn_nature import optim
 from dqn_nature.network import convnet_atari3
 from dqn_nature.optim import DeepMindRMSProp
 
@@ -133,3 +136,72 @@ def test_deepmind_rmsprop_is_a_torch_optimizer_without_the_compiler_import():
             "print(isinstance(o, torch.optim.Optimizer), 'torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False"]
+
+
+def bf16_copies(params):
+    """bfloat16 copies of ``params`` with gradients set: the agent's bf16 mode on the CPU."""
+    copies = [p.detach().to(torch.bfloat16) for p in params]
+    for c in copies:
+        c.grad = (torch.randn(c.shape) * 0.1).to(torch.bfloat16)
+    return copies
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="torch.compile needs a C++ compiler")
+def test_rmsprop_from_bfloat16_gradients_compiled_and_not(monkeypatch):
+    # The compiled update against the uncompiled one (casts, step, copies) over two steps at
+    # different learning rates, with a weight cost: equal up to rounding (the compiled code
+    # rounds its square roots correctly and fuses no multiply-add).
+    torch.manual_seed(0)
+    shapes = [(32, 4, 8, 8), (32,), (6, 512)]
+    params = {mode: [torch.randn(s, requires_grad=True) for s in shapes] for mode in ("compiled", "eager")}
+    with torch.no_grad():
+        for p, q in zip(*params.values()):
+            q.copy_(p)
+    opts = {mode: DeepMindRMSProp(ps, wc=0.01) for mode, ps in params.items()}
+    for lr in (0.1, 0.3):
+        grads = bf16_copies(params["eager"])
+        for mode, opt in opts.items():
+            opt.param_groups[0]["lr"] = lr
+            copies = [c.detach().clone() for c in grads]
+            for c, g in zip(copies, grads):
+                c.grad = g.grad.clone()
+            monkeypatch.setattr(optim, "_uncompiled", mode == "eager")
+            opt.step_from_bfloat16(copies)
+            assert optim._uncompiled == (mode == "eager")  # the compiled update did not fail
+            assert all(c.grad is None for c in copies)
+            assert all(torch.equal(c, p.detach().to(torch.bfloat16)) for c, p in zip(copies, params[mode]))
+        for p, q in zip(*params.values()):
+            assert p.grad.dtype == torch.float32
+            pairs = [(p, q), (p.grad, q.grad)] + [(opts["compiled"].state[p][k], opts["eager"].state[q][k])
+                                                  for k in ("g", "g2")]
+            for x, y in pairs:
+                torch.testing.assert_close(x.detach(), y.detach(), rtol=1e-6, atol=1e-7)
+
+
+def test_rmsprop_from_bfloat16_gradients_falls_back_when_compiling_fails(monkeypatch):
+    def no_compiler():
+        def fail(*args):
+            raise RuntimeError("no C++ compiler")
+        return fail
+
+    monkeypatch.setattr(optim, "_compiled", no_compiler)
+    monkeypatch.setattr(optim, "_uncompiled", False)
+    torch.manual_seed(0)
+    w = torch.randn(3, 5, requires_grad=True)
+    reference = w.detach().clone().requires_grad_()
+    opt, ref_opt = DeepMindRMSProp([w], lr=0.1), DeepMindRMSProp([reference], lr=0.1)
+    for i in range(2):
+        copies = bf16_copies([w])
+        reference.grad = copies[0].grad.float()
+        ref_opt.step()
+        if i == 0:
+            message = r"^torch.compile failed \(RuntimeError\): bf16 updates run uncompiled, slower$"
+            with pytest.warns(RuntimeWarning, match=message):
+                opt.step_from_bfloat16(copies)
+        else:  # once only
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                opt.step_from_bfloat16(copies)
+        assert torch.equal(w.detach(), reference.detach()) and torch.equal(w.grad, reference.grad)
+        assert torch.equal(copies[0], w.detach().to(torch.bfloat16)) and copies[0].grad is None
+    assert optim._uncompiled
