@@ -173,6 +173,20 @@ def test_resume_equals_the_uninterrupted_run(runs):
     np.testing.assert_array_equal(load_history(str(folders["straight"] / "run.h5")).step_history, [200, 300])
 
 
+def test_a_bf16_run_resumes_exactly_too(tmp_path):
+    # bf16 on the CPU: bfloat16 copies of the networks and a compiled RMSProp, rebuilt on resume.
+    folders = {k: tmp_path / k for k in ("straight", "stopped")}
+    for key, extra in (("straight", []), ("stopped", ["--steps", 200])):
+        folders[key].mkdir()
+        result = dqn_train(folders[key], *EXACT, "--precision", "bf16", *extra)
+        assert result.returncode == 0, result.stderr
+    result = dqn_train(folders["stopped"], "--resume", "run", "--steps", 300)
+    assert result.returncode == 0, result.stderr
+    assert "Resumed run.ckpt at step 200; replay memory restored" in result.stdout
+    assert load_history(str(folders["stopped"] / "run.h5")).steps == 300
+    assert_same_outcome(folders["stopped"] / "run.h5", folders["straight"] / "run.h5")
+
+
 # -- SIGKILL at random moments ---------------------------------------------------------
 
 def test_sigkill_at_random_moments_and_during_saves(tmp_path):
