@@ -105,7 +105,8 @@ def main(size, frames, steps, precision):
     if steps:
         with tempfile.TemporaryDirectory() as folder:
             np.savez(f"{folder}/frames.npz", frames=data[0], terminals=data[1], rewards=data[2])
-            child = multiprocessing.get_context("spawn").Process(target=train_full, args=(size, steps, precision, folder))
+            child = multiprocessing.get_context("spawn").Process(target=train_full,
+                                                                 args=(size, steps, precision, folder))
             child.start()
             child.join()
         if child.exitcode:

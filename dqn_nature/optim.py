@@ -18,8 +18,9 @@ class DeepMindRMSProp(torch.optim.Optimizer):
     A ``torch.optim.Optimizer`` that deliberately skips ``Optimizer.__init__``: that call
     imports torch's compiler stack and sympy, 74 MB of resident memory, a tenth of a full
     replay memory's margin. It sets ``param_groups``, ``state`` and ``defaults`` itself and
-    defines ``zero_grad`` and ``step``; the base class's hooks and ``state_dict`` are not
-    supported (checkpoints go through ``NeuralQLearner.get_state``).
+    defines ``zero_grad``, ``step`` and, for bf16, ``step_from_bfloat16``; the base class's
+    hooks and ``state_dict`` are not supported (checkpoints go through
+    ``NeuralQLearner.get_state``).
 
     Args:
         params: parameters, or parameter groups (dicts with ``params`` and optional options).
@@ -67,6 +68,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         return loss
 
     def _step_group(self, group: dict) -> None:
+        """``step`` on one parameter group."""
         decay, eps, lr, wc = group["decay"], group["eps"], group["lr"], group["wc"]
         for p in group["params"]:
             if p.grad is None:
@@ -76,9 +78,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                 dw.add_(p, alpha=-wc)
             state = self._buffers(p)
             g, g2 = state["g"], state["g2"]
-            denom = self._denom.get(p)
-            if denom is None:
-                denom = self._denom[p] = torch.empty_like(g2)
+            denom = _scratch(self._denom, p)
             g.mul_(decay).add_(dw, alpha=1 - decay)
             g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
             torch.addcmul(g2, g, g, value=-1, out=denom).add_(eps).sqrt_()
@@ -129,7 +129,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
     def _fused_step(self, group: dict, pairs: list) -> None:
         """``step_from_bfloat16`` on one group's (parameter, copy) pairs by the compiled update."""
         params = [p for p, _ in pairs]
-        grads = [self._grads.setdefault(p, torch.empty_like(p)) for p in params]
+        grads = [_scratch(self._grads, p) for p in params]
         state = [self._buffers(p) for p in params]
         _compiled()([p.detach() for p in params], [c for _, c in pairs], grads, [s["g"] for s in state],
                     [s["g2"] for s in state], [c.grad for _, c in pairs], torch.tensor(group["lr"]),
@@ -137,6 +137,14 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         for (p, c), grad in zip(pairs, grads):
             p.grad = grad
             c.grad = None
+
+
+def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
+    """``buffers[p]``, an uninitialised tensor like ``p`` made at first use and reused after."""
+    buffer = buffers.get(p)
+    if buffer is None:
+        buffer = buffers[p] = torch.empty_like(p)
+    return buffer
 
 
 def _bf16_update(weights, copies, grads, gs, g2s, dws, lr, decay: float, eps: float, wc: float) -> None:
