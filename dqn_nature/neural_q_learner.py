@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import weakref
 
@@ -14,7 +15,7 @@ import torch
 
 from .config import FIELDS, agent_defaults, lua_name
 from .cuda_graph import CudaGraph
-from .network import INPUT_SIDE, convnet_atari3
+from .network import INPUT_SIDE, PackedInference, convnet_atari3
 from .optim import DeepMindRMSProp
 from .preprocess import scale_y, to_bytes
 from .transition_table import TransitionTable
@@ -133,25 +134,31 @@ class NeuralQLearner:
 
     def _run(self, network):
         """The module that computes ``network``'s forward passes: ``network`` itself, or with
-        bf16 on the CPU its bfloat16 copy, refreshed when the weights have changed in place
-        since (an update, a target copy, a load: tensors' version counters tell). Autocast
-        would cast every weight on every pass, a fresh 3 MB for the first linear layer; the
-        copy holds the values of those casts and gives the same results; the optimiser takes
-        its gradients (``step_from_bfloat16``). No Lua counterpart."""
-        if self._bf16_copies is None:
-            return network
-        versions = _versions(network)
+        bf16 on the CPU its bfloat16 copy (``_bf16_copy``). No Lua counterpart."""
+        return network if self._bf16_copies is None else self._bf16_copy(network).model
+
+    def _inference(self, network):
+        """What computes ``network``'s forward passes without gradient: ``_run(network)``, or
+        with bf16 on the CPU the copy's ``PackedInference``. No Lua counterpart."""
+        return network if self._bf16_copies is None else self._bf16_copy(network).packed
+
+    def _bf16_copy(self, network) -> _Bf16Copy:
+        """``network``'s bfloat16 copy, refreshed when the weights have changed in place since
+        (an update, a target copy, a load: tensors' version counters tell). Autocast would cast
+        every weight on every pass, a fresh 3 MB for the first linear layer; the copy holds the
+        values of those casts and gives the same results; the optimiser takes its gradients
+        (``step_from_bfloat16``)."""
         copied = self._bf16_copies.get(network)
         if copied is None:
             model = copy.deepcopy(network).to(torch.bfloat16)
             model.zero_grad()  # gradients the network held are not the copy's
-            self._bf16_copies[network] = copied = [model, None]
-        if copied[1] != versions:
+            self._bf16_copies[network] = copied = _Bf16Copy(list(network.parameters()), model, PackedInference(model))
+        if copied.versions != copied.source_versions():
             with torch.no_grad():
-                for c, p in zip(copied[0].parameters(), network.parameters()):
+                for c, p in zip(copied.model.parameters(), copied.source):
                     c.copy_(p)
-            copied[1] = versions
-        return copied[0]
+            copied.refreshed()
+        return copied
 
     def _to_input(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
@@ -171,7 +178,7 @@ class NeuralQLearner:
 
     def _greedy_q(self, states) -> torch.Tensor:
         """Q-values float32 (N, n_actions) of uint8 or float32 states (N, hist_len, state_dim)."""
-        network = self._run(self.network)  # outside inference mode: its copy serves backward passes too
+        network = self._inference(self.network)  # outside inference mode: the copy serves backward passes too
         with torch.inference_mode(), self._autocast():
             return network(self._to_input(states)).float()
 
@@ -263,9 +270,10 @@ class NeuralQLearner:
         term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
         network = self._run(self.network)
         with torch.no_grad(), self._autocast():
-            q2_max = self._q_values(self._run(target_net), s2).float().max(1).values
+            q2_max = self._q_values(self._inference(target_net), s2).float().max(1).values
         with torch.set_grad_enabled(need_grad), self._autocast():
-            q_all = (network(self._to_input(s)) if need_grad else self._q_values(network, s)).float()
+            q_all = (network(self._to_input(s)) if need_grad
+                     else self._q_values(self._inference(self.network), s)).float()
         q = q_all.detach().gather(1, a[:, None])[:, 0]
         delta = r / self.r_max if self.rescale_r else r
         delta = delta + self.discount * (1 - term) * q2_max - q
@@ -307,9 +315,9 @@ class NeuralQLearner:
         if self._bf16_copies is None:
             self.optimizer.step()
             return
-        copies = self._run(self.network)
-        self.optimizer.step_from_bfloat16(copies.parameters())  # refreshes the copy too
-        self._bf16_copies[self.network][1] = _versions(self.network)
+        copied = self._bf16_copy(self.network)
+        self.optimizer.step_from_bfloat16(copied.model.parameters())  # refreshes the copy too
+        copied.refreshed()
 
     # -- validation ----------------------------------------------------------------------
     def sample_validation_data(self) -> None:
@@ -401,6 +409,22 @@ class NeuralQLearner:
             self._update_graph.reset()  # the optimiser's buffers are new tensors
 
 
-def _versions(network) -> list[int]:
-    """The version counters of ``network``'s parameters (each in-place change bumps its own)."""
-    return [p._version for p in network.parameters()]
+@dataclasses.dataclass
+class _Bf16Copy:
+    """A network's bfloat16 copy and its packed inference; ``versions``: the version counters
+    of the network's parameters (``source``) whose values the copy holds (each in-place change
+    of a tensor bumps its counter)."""
+
+    source: list[torch.Tensor]
+    model: torch.nn.Module
+    packed: PackedInference
+    versions: list[int] | None = None
+
+    def source_versions(self) -> list[int]:
+        """The source parameters' version counters now."""
+        return [p._version for p in self.source]
+
+    def refreshed(self) -> None:
+        """Record that the copy now holds the source's current values."""
+        self.versions = self.source_versions()
+        self.packed.clear()

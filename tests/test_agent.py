@@ -298,10 +298,10 @@ def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames, mo
     for a in (agent, reference):
         monkeypatch.setattr(optim, "_uncompiled", a is reference or not compiled)
         fill(a, frames)
-        q = [a._greedy_q(states)]
+        q = [a._greedy_q(states), a._greedy_q(states[:1])]  # a single state takes its own path
         for i in range(3):
             a.q_learn_minibatch()
-            q.append(a._greedy_q(states))
+            q += [a._greedy_q(states), a._greedy_q(states[:1])]
             if i == 1:
                 a.target_network.load_state_dict(a.network.state_dict())
         a.sample_validation_data()

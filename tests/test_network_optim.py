@@ -1,4 +1,5 @@
 """convnet_atari3 and DeepMindRMSProp."""
+import copy
 import math
 import shutil
 import warnings
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 from dqn_nature import optim
-from dqn_nature.network import convnet_atari3
+from dqn_nature.network import PackedInference, convnet_atari3
 from dqn_nature.optim import DeepMindRMSProp
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
@@ -75,6 +76,23 @@ def test_forward_is_the_layers_with_relus_between(net):
     h = functional.relu(functional.linear(h.reshape(3, 3136), net.fc1.weight, net.fc1.bias))
     expected = functional.linear(h, net.fc2.weight, net.fc2.bias)
     torch.testing.assert_close(net(x), expected)
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PackedInference runs through oneDNN")
+def test_packed_inference_equals_the_bfloat16_module(net):
+    model = copy.deepcopy(net).to(torch.bfloat16).to(memory_format=torch.channels_last)
+    packed = PackedInference(model)
+    x = torch.rand(5, 4, 84, 84).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        for batch in (x[:1], x[1:], x[:1]):  # one state (fc1 as a matrix-vector product), several, one again
+            assert torch.equal(packed(batch), model(batch))
+        assert sorted(packed._weights) == [1, 4]
+        for p in model.parameters():
+            p.mul_(1.5)
+        stale = packed(x[:1])
+        packed.clear()  # the owner's duty after the weights changed
+        assert not torch.equal(stale, model(x[:1]))
+        assert torch.equal(packed(x[:1]), model(x[:1]))
 
 
 def test_rmsprop_two_steps_by_hand():
