@@ -61,7 +61,8 @@ class PackedInference:
     calls whenever the model's weights change. ReLUs run inside the convolutions, and a single
     state goes through fc1 as a matrix-vector product. The values equal the model's own
     (``features``, ``head``, ``forward``) bit for bit; a state costs about 0.30 ms against
-    0.43 ms, a minibatch's trunk about 0.15 ms less. Without oneDNN it runs the model itself.
+    0.43 ms, a minibatch's trunk about 0.15 ms less. Where oneDNN has no bfloat16 convolutions
+    (``onednn_bf16``), the convolutions are the model's own.
 
     Args:
         model: the network, bfloat16 parameters in channels-last layout.
@@ -70,7 +71,7 @@ class PackedInference:
     def __init__(self, model: ConvNetAtari3):
         self.model = model
         self._weights = {}  # batch size -> the three reordered convolution weights
-        self._onednn = torch.backends.mkldnn.is_available()
+        self._onednn = onednn_bf16()
 
     def clear(self) -> None:
         """Forget the reordered weights (after the model's weights changed)."""
@@ -80,17 +81,12 @@ class PackedInference:
         """bfloat16 (N, C, 84, 84) channels-last -> (N, 3136), as ``ConvNetAtari3.features``."""
         if not self._onednn:
             return self.model.features(x)
-        convs = (self.model.conv1, self.model.conv2, self.model.conv3)
-        weights = self._weights.get(len(x))
-        if weights is None:
-            weights, shape = [], x.shape
-            for conv in convs:
+        weights = self._weights.setdefault(len(x), [])
+        for i, conv in enumerate((self.model.conv1, self.model.conv2, self.model.conv3)):
+            if len(weights) == i:  # reordered for this input's shape
                 weights.append(torch.ops.mkldnn._reorder_convolution_weight(
-                    conv.weight.detach(), conv.padding, conv.stride, conv.dilation, conv.groups, shape))
-                shape = _conv_output_shape(conv, shape)
-            self._weights[len(x)] = weights
-        for conv, weight in zip(convs, weights):
-            x = torch.ops.mkldnn._convolution_pointwise(x, weight, conv.bias, conv.padding, conv.stride,
+                    conv.weight.detach(), conv.padding, conv.stride, conv.dilation, conv.groups, x.shape))
+            x = torch.ops.mkldnn._convolution_pointwise(x, weights[i], conv.bias, conv.padding, conv.stride,
                                                         conv.dilation, conv.groups, "relu", [], "")
         return x.flatten(1)
 
@@ -108,11 +104,13 @@ class PackedInference:
         return self.head(self.features(x))
 
 
-def _conv_output_shape(conv: nn.Conv2d, shape: torch.Size) -> tuple[int, ...]:
-    """The (N, C, H, W) output shape of ``conv`` for an input of ``shape``."""
-    side = [(n + 2 * p - d * (k - 1) - 1) // s + 1
-            for n, p, d, k, s in zip(shape[2:], conv.padding, conv.dilation, conv.kernel_size, conv.stride)]
-    return (shape[0], conv.out_channels, *side)
+def onednn_bf16() -> bool:
+    """Whether this torch and CPU run bfloat16 convolutions in oneDNN (AVX-512 or AMX), the
+    private operators ``PackedInference`` calls included."""
+    try:
+        return torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    except (AttributeError, RuntimeError):  # a torch without these operators
+        return False
 
 
 def convnet_atari3(n_actions: int, hist_len: int = 4, ncols: int = 1) -> ConvNetAtari3:

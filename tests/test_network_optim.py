@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from dqn_nature import optim
-from dqn_nature.network import PackedInference, convnet_atari3
+from dqn_nature.network import PackedInference, convnet_atari3, onednn_bf16
 from dqn_nature.optim import DeepMindRMSProp
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
@@ -78,7 +78,7 @@ def test_forward_is_the_layers_with_relus_between(net):
     torch.testing.assert_close(net(x), expected)
 
 
-@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PackedInference runs through oneDNN")
+@pytest.mark.skipif(not onednn_bf16(), reason="PackedInference's convolutions run in oneDNN")
 def test_packed_inference_equals_the_bfloat16_module(net):
     model = copy.deepcopy(net).to(torch.bfloat16).to(memory_format=torch.channels_last)
     packed = PackedInference(model)
