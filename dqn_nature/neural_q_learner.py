@@ -167,14 +167,13 @@ class NeuralQLearner:
         x = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(frames))
         x = x.to(self.device)
         x = x.reshape(len(x), -1, INPUT_SIDE, INPUT_SIDE)
-        # Reordered while still uint8 (a quarter of the bytes, one float copy, not two), one
-        # channel at a time: 2x faster than .contiguous(memory_format=channels_last) for 4.
-        nhwc = x.new_empty(x.shape[:1] + x.shape[2:] + x.shape[1:2])
+        # Reordered and converted in one copy, one channel at a time: 2x faster than
+        # .contiguous(memory_format=channels_last) for 4, and no second float copy.
+        dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
+        nhwc = torch.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], dtype=dtype, device=x.device)
         for c in range(x.shape[1]):
             nhwc[..., c] = x[:, c]
-        x = nhwc.permute(0, 3, 1, 2)
-        dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
-        return x.to(dtype).div_(255) if x.dtype == torch.uint8 else x.to(dtype)
+        return nhwc.permute(0, 3, 1, 2).div_(255) if x.dtype == torch.uint8 else nhwc.permute(0, 3, 1, 2)
 
     def _greedy_q(self, states) -> torch.Tensor:
         """Q-values float32 (N, n_actions) of uint8 or float32 states (N, hist_len, state_dim)."""
