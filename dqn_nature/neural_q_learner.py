@@ -309,6 +309,8 @@ class NeuralQLearner:
         CUDA tensors inside a ``CudaGraph``), at the learning rate already set."""
         targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
         self.optimizer.zero_grad()
+        if self._bf16_copies is not None:
+            self._run(self.network).zero_grad()  # the last update's dw, kept for report()
         # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
         # imports sympy (75 MB resident) to check the gradient's shape.
         (q_all * targets).sum().backward()
@@ -340,9 +342,12 @@ class NeuralQLearner:
         ``nnutils.lua``: four lines, each after its heading; numbers as Lua's ``%.14g``)."""
         layers = self.network.layers()
         names = [f"nn.{'Linear' if isinstance(layer, torch.nn.Linear) else 'SpatialConvolution'}" for layer in layers]
+        grads = [layer.weight.grad for layer in layers]
+        copied = None if self._bf16_copies is None else self._bf16_copies.get(self.network)
+        if copied is not None:  # step_from_bfloat16 leaves dw in the bfloat16 copy without a weight cost
+            grads = [g if g is not None else c.weight.grad for g, c in zip(grads, copied.model.layers())]
         lines = []
-        for heading, tensors in (("Weight", [layer.weight for layer in layers]),
-                                 ("Weight grad", [layer.weight.grad for layer in layers])):
+        for heading, tensors in (("Weight", [layer.weight for layer in layers]), ("Weight grad", grads)):
             absolute = [torch.zeros(1) if t is None else t.detach().double().abs() for t in tensors]
             for stat, function in (("norms", torch.mean), ("max", torch.max)):
                 modules = " ".join(f"{name}: {float(function(t)):.14g}" for name, t in zip(names, absolute))

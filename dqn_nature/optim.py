@@ -43,7 +43,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         self.param_groups = [{**defaults, **group, "params": list(group["params"])} for group in groups]
         self.state = defaultdict(dict)
         self._denom = {}  # per parameter, the buffer of sqrt(g2 - g^2 + eps), reused each step
-        self._grads = {}  # per parameter, the float32 gradient buffer of step_from_bfloat16
+        self._grads = {}  # per parameter, step_from_bfloat16's float32 gradient buffer (with a weight cost)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop (or zero) every parameter's gradient."""
@@ -98,14 +98,17 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         refreshed from the new weights (``--precision bf16`` on the CPU). No Lua counterpart.
 
         ``copies``: bfloat16 tensors, one per parameter in ``param_groups``' order, whose
-        ``grad`` holds ``dw``. Those gradients are consumed (set to None); each parameter's
-        ``grad`` then holds ``dw`` in float32, as after ``step``. The arithmetic is ``step``'s
-        on ``dw.float()``, compiled by ``torch.compile`` into one pass per parameter: 0.8 ms
-        for the network on two threads, against 2.5 ms for the casts, ``step``'s eight passes
-        and the refresh. The compiled square root is correctly rounded where torch's is MKL's
-        ``vsSqrt``, so weights can differ from ``step``'s in their last bits. Where
-        torch.compile cannot build (no C++ compiler), warns once (``RuntimeWarning``) and
-        casts, steps and copies uncompiled from then on.
+        ``grad`` holds ``dw``. Without a weight cost (DQN 3.0's ``wc`` = 0) the copies keep
+        those gradients, which are ``dw`` exactly, and the parameters' ``grad`` is dropped
+        (None): writing it in float32 would cost 0.3 ms an update for ``NeuralQLearner.report``
+        alone. With one, each parameter's ``grad`` holds ``dw - wc w`` in float32, as after
+        ``step``, and the copies' are dropped. The arithmetic is ``step``'s on ``dw.float()``,
+        compiled by ``torch.compile`` into one pass per parameter: 0.8 ms for the network on
+        two threads, against 2.5 ms for the casts, ``step``'s eight passes and the refresh. The
+        compiled square root is correctly rounded where torch's is MKL's ``vsSqrt``, so weights
+        can differ from ``step``'s in their last bits. Where torch.compile cannot build (no C++
+        compiler), warns once (``RuntimeWarning``) and casts, steps and copies uncompiled from
+        then on.
         """
         global _uncompiled
         copies = iter(copies)
@@ -121,22 +124,33 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                                   "slower", RuntimeWarning, stacklevel=2)
             for p, c in pairs:
                 p.grad = c.grad.float()
-                c.grad = None
             self._step_group(group)
             for p, c in pairs:
                 c.copy_(p)
+            _keep_one_gradient(pairs, group["wc"])
 
     def _fused_step(self, group: dict, pairs: list) -> None:
         """``step_from_bfloat16`` on one group's (parameter, copy) pairs by the compiled update."""
         params = [p for p, _ in pairs]
-        grads = [_scratch(self._grads, p) for p in params]
+        wc = group["wc"]
+        grads = [_scratch(self._grads, p) if wc else None for p in params]
         state = [self._buffers(p) for p in params]
         _compiled()([p.detach() for p in params], [c for _, c in pairs], grads, [s["g"] for s in state],
                     [s["g2"] for s in state], [c.grad for _, c in pairs], torch.tensor(group["lr"]),
-                    group["decay"], group["eps"], group["wc"])
-        for (p, c), grad in zip(pairs, grads):
+                    group["decay"], group["eps"], wc)
+        for p, grad in zip(params, grads):
             p.grad = grad
+        _keep_one_gradient(pairs, wc)
+
+
+def _keep_one_gradient(pairs: list, wc: float) -> None:
+    """After ``step_from_bfloat16``: drop the copies' gradients where the parameters hold
+    ``dw - wc w`` (a weight cost), else the parameters'."""
+    for p, c in pairs:
+        if wc:
             c.grad = None
+        else:
+            p.grad = None
 
 
 def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
@@ -148,16 +162,19 @@ def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
 
 
 def _bf16_update(weights, copies, grads, gs, g2s, dws, lr, decay: float, eps: float, wc: float) -> None:
-    """``DeepMindRMSProp._step_group``'s arithmetic from bfloat16 gradients ``dws``: the float32
-    gradients go to ``grads``, the new weights to ``weights`` and their bfloat16 ``copies``.
-    ``lr`` is a 0-d tensor, so that an annealed rate does not recompile."""
+    """``DeepMindRMSProp._step_group``'s arithmetic from bfloat16 gradients ``dws``: with a
+    weight cost the float32 gradients go to ``grads`` (else None each), the new weights to
+    ``weights`` and their bfloat16 ``copies``. ``lr`` is a 0-d tensor, so that an annealed
+    rate does not recompile."""
     for w, c, grad, g, g2, dw in zip(weights, copies, grads, gs, g2s, dws):
-        grad.copy_(dw)
+        dw = dw.float()
         if wc:
+            grad.copy_(dw)
             grad.sub_(w * wc)
-        g.mul_(decay).add_(grad, alpha=1 - decay)
-        g2.mul_(decay).addcmul_(grad, grad, value=1 - decay)
-        w.add_(lr * (grad / (g2 - g * g + eps).sqrt()))
+            dw = grad
+        g.mul_(decay).add_(dw, alpha=1 - decay)
+        g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
+        w.add_(lr * (dw / (g2 - g * g + eps).sqrt()))
         c.copy_(w)
 
 

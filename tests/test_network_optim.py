@@ -165,17 +165,19 @@ def bf16_copies(params):
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="torch.compile needs a C++ compiler")
-def test_rmsprop_from_bfloat16_gradients_compiled_and_not(monkeypatch):
+@pytest.mark.parametrize("wc", [0.0, 0.01])
+def test_rmsprop_from_bfloat16_gradients_compiled_and_not(monkeypatch, wc):
     # The compiled update against the uncompiled one (casts, step, copies) over two steps at
-    # different learning rates, with a weight cost: equal up to rounding (the compiled code
-    # rounds its square roots correctly and fuses no multiply-add).
+    # different learning rates, without and with a weight cost: equal up to rounding (the
+    # compiled code rounds its square roots correctly and fuses no multiply-add). dw stays in
+    # the copies without a weight cost, else dw - wc w goes to the parameters' grad.
     torch.manual_seed(0)
     shapes = [(32, 4, 8, 8), (32,), (6, 512)]
     params = {mode: [torch.randn(s, requires_grad=True) for s in shapes] for mode in ("compiled", "eager")}
     with torch.no_grad():
         for p, q in zip(*params.values()):
             q.copy_(p)
-    opts = {mode: DeepMindRMSProp(ps, wc=0.01) for mode, ps in params.items()}
+    opts = {mode: DeepMindRMSProp(ps, wc=wc) for mode, ps in params.items()}
     for lr in (0.1, 0.3):
         grads = bf16_copies(params["eager"])
         for mode, opt in opts.items():
@@ -186,13 +188,15 @@ def test_rmsprop_from_bfloat16_gradients_compiled_and_not(monkeypatch):
             monkeypatch.setattr(optim, "_uncompiled", mode == "eager")
             opt.step_from_bfloat16(copies)
             assert optim._uncompiled == (mode == "eager")  # the compiled update did not fail
-            assert all(c.grad is None for c in copies)
             assert all(torch.equal(c, p.detach().to(torch.bfloat16)) for c, p in zip(copies, params[mode]))
+            if wc:
+                assert all(c.grad is None and p.grad.dtype == torch.float32 for c, p in zip(copies, params[mode]))
+            else:
+                assert all(p.grad is None for p in params[mode])
+                assert all(torch.equal(c.grad, g.grad) for c, g in zip(copies, grads))
         for p, q in zip(*params.values()):
-            assert p.grad.dtype == torch.float32
-            pairs = [(p, q), (p.grad, q.grad)] + [(opts["compiled"].state[p][k], opts["eager"].state[q][k])
-                                                  for k in ("g", "g2")]
-            for x, y in pairs:
+            pairs = [(p, q)] + [(opts["compiled"].state[p][k], opts["eager"].state[q][k]) for k in ("g", "g2")]
+            for x, y in pairs + ([(p.grad, q.grad)] if wc else []):
                 torch.testing.assert_close(x.detach(), y.detach(), rtol=1e-6, atol=1e-7)
 
 
@@ -220,6 +224,7 @@ def test_rmsprop_from_bfloat16_gradients_falls_back_when_compiling_fails(monkeyp
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
                 opt.step_from_bfloat16(copies)
-        assert torch.equal(w.detach(), reference.detach()) and torch.equal(w.grad, reference.grad)
-        assert torch.equal(copies[0], w.detach().to(torch.bfloat16)) and copies[0].grad is None
+        assert torch.equal(w.detach(), reference.detach()) and w.grad is None  # no weight cost: dw stays
+        assert torch.equal(copies[0], w.detach().to(torch.bfloat16)) and torch.equal(copies[0].grad.float(),
+                                                                                     reference.grad)
     assert optim._uncompiled
