@@ -308,16 +308,16 @@ class NeuralQLearner:
         """The update proper on a minibatch as ``get_q_update`` takes it (NumPy arrays, or
         CUDA tensors inside a ``CudaGraph``), at the learning rate already set."""
         targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
+        copied = None if self._bf16_copies is None else self._bf16_copy(self.network)
         self.optimizer.zero_grad()
-        if self._bf16_copies is not None:
-            self._run(self.network).zero_grad()  # the last update's dw, kept for report()
+        if copied is not None:
+            copied.model.zero_grad()  # the last update's dw, kept for report()
         # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
         # imports sympy (75 MB resident) to check the gradient's shape.
         (q_all * targets).sum().backward()
-        if self._bf16_copies is None:
+        if copied is None:
             self.optimizer.step()
             return
-        copied = self._bf16_copy(self.network)
         self.optimizer.step_from_bfloat16(copied.model.parameters())  # refreshes the copy too
         copied.refreshed()
 
