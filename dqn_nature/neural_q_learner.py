@@ -189,13 +189,17 @@ class NeuralQLearner:
         """
         states = state[None]
         q = (self._forward_graph(None, states) if self.device.type == "cuda" else self._greedy_q(states))
-        q = q.cpu().numpy()[0]
-        best = np.flatnonzero(q == q.max())
-        if len(best) == 0:  # a NaN: the Lua loop compares each value with the best so far from the
-            # first, so a NaN first value keeps the first action and a NaN elsewhere never wins or ties
-            best = np.array([0]) if np.isnan(q[0]) else np.flatnonzero(q == np.nanmax(q))
-        self.bestq = float(q[best[0]])
-        return int(best[self.rng.integers(len(best))])
+        # The Lua loop, in Python on a list: fewer calls than NumPy's, which run slowly right
+        # after the forward pass has flushed the caches. A NaN never wins or ties; a NaN first
+        # value keeps the first action.
+        q = q[0].tolist()
+        best, self.bestq = [0], q[0]
+        for a in range(1, len(q)):
+            if q[a] > self.bestq:
+                best, self.bestq = [a], q[a]
+            elif q[a] == self.bestq:
+                best.append(a)
+        return best[self.rng.integers(len(best))]
 
     def e_greedy(self, state: np.ndarray, testing_ep: float | None = None) -> int:
         """Random action with probability ``ep``, else ``greedy`` (``eGreedy``).
