@@ -60,8 +60,8 @@ class Config:
     threads: int = option(4, "torch CPU threads (at most the machine's cores are used)", resume=True)
     gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU", resume=True)
     verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms", resume=True)
-    precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast (on the CPU with RMSProp compiled by "
-                            "torch.compile) or, on CUDA, tf32 (neither bit-faithful; "
+    precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast (on the CPU with RMSProp in one C "
+                            "pass) or, on CUDA, tf32 (neither bit-faithful; "
                             "bf16 is emulated, 5x slower, on CPUs with neither AMX nor AVX-512 BF16)",
                             choices=("fp32", "bf16", "tf32"))
     checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",

@@ -34,7 +34,7 @@ class NeuralQLearner:
             ``bufferSize``...; Python spellings such as ``buffer_size`` too), defaulting to the
             paper's run_gpu values (``config.Config``); ``network`` must be ``convnet_atari3``;
             plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"``,
-            ``"bf16"`` autocast, on the CPU with RMSProp compiled (``step_from_bfloat16``) and
+            ``"bf16"`` autocast, on the CPU with RMSProp in one C pass (``step_from_bfloat16``) and
             forward passes without gradient through ``network.PackedInference``, or
             ``"tf32"``: TF32 convolutions and matrix products on CUDA, fp32 on the CPU) and
             ``seed`` (of the agent's random generator, which also drives replay sampling, as

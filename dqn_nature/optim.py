@@ -1,9 +1,14 @@
 """DQN 3.0's RMSProp variant (ports the update at the end of ``NeuralQLearner:qLearnMinibatch``)."""
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
+import subprocess
+import tempfile
 import warnings
 from collections import defaultdict
+from pathlib import Path
 
 import torch
 
@@ -103,25 +108,26 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         (None): writing it in float32 would cost 0.3 ms an update for ``NeuralQLearner.report``
         alone. With one, each parameter's ``grad`` holds ``dw - wc w`` in float32, as after
         ``step``, and the copies' are dropped. The arithmetic is ``step``'s on ``dw.float()``,
-        compiled by ``torch.compile`` into one pass per parameter: 0.8 ms for the network on
-        two threads, against 2.5 ms for the casts, ``step``'s eight passes and the refresh. The
-        compiled square root is correctly rounded where torch's is MKL's ``vsSqrt``, so weights
-        can differ from ``step``'s in their last bits. Where torch.compile cannot build (no C++
-        compiler), warns once (``RuntimeWarning``) and casts, steps and copies uncompiled from
-        then on.
+        in one pass per parameter by a C kernel (``rmsprop_bf16.c``, compiled with OpenMP for
+        this machine at first use, in about 0.1 s): 0.8 ms for the network on two threads,
+        against 2.5 ms for the casts, ``step``'s eight passes and the refresh. Its square root
+        is correctly rounded where torch's is MKL's ``vsSqrt``, and it fuses no multiply-add,
+        so weights can differ from ``step``'s in their last bits. Where the kernel cannot be
+        built or used (no C compiler, or a second OpenMP runtime beside torch's), warns once
+        (``RuntimeWarning``) and casts, steps and copies in torch from then on.
         """
-        global _uncompiled
+        global _no_kernel
         copies = iter(copies)
         for group in self.param_groups:
             pairs = [(p, c) for p, c in zip(group["params"], copies) if c.grad is not None]
-            if not _uncompiled:
+            if not _no_kernel:
                 try:
                     self._fused_step(group, pairs)
                     continue
-                except Exception as e:  # noqa: BLE001 (torch.compile's errors share no base class)
-                    _uncompiled = True
-                    warnings.warn(f"torch.compile failed ({type(e).__name__}): bf16 updates run uncompiled, "
-                                  "slower", RuntimeWarning, stacklevel=2)
+                except (OSError, RuntimeError) as e:
+                    _no_kernel = True
+                    warnings.warn(f"the C RMSProp kernel is unavailable ({e}): bf16 updates run in torch, slower",
+                                  RuntimeWarning, stacklevel=2)
             for p, c in pairs:
                 p.grad = c.grad.float()
             self._step_group(group)
@@ -130,15 +136,22 @@ class DeepMindRMSProp(torch.optim.Optimizer):
             _keep_one_gradient(pairs, group["wc"])
 
     def _fused_step(self, group: dict, pairs: list) -> None:
-        """``step_from_bfloat16`` on one group's (parameter, copy) pairs by the compiled update."""
-        params = [p for p, _ in pairs]
-        wc = group["wc"]
-        grads = [_scratch(self._grads, p) if wc else None for p in params]
-        state = [self._buffers(p) for p in params]
-        _compiled()([p.detach() for p in params], [c for _, c in pairs], grads, [s["g"] for s in state],
-                    [s["g2"] for s in state], [c.grad for _, c in pairs], torch.tensor(group["lr"]),
-                    group["decay"], group["eps"], wc)
-        for p, grad in zip(params, grads):
+        """``step_from_bfloat16`` on one group's (parameter, copy) pairs by the C kernel."""
+        kernel, wc, decay = _kernel(), group["wc"], group["decay"]
+        for p, c in pairs:
+            state = self._buffers(p)
+            grad = _scratch(self._grads, p) if wc else None
+            dw = c.grad if c.grad.stride() == p.stride() else torch.empty_like(c).copy_(c.grad)
+            tensors = [p, c, state["g"], state["g2"], dw, grad]
+            dense = p.is_contiguous() or p.dim() == 4 and p.is_contiguous(memory_format=torch.channels_last)
+            if (not dense or any(t is not None and t.stride() != p.stride() for t in tensors)
+                    or p.dtype != torch.float32 or c.dtype != torch.bfloat16 or dw.dtype != torch.bfloat16):
+                raise RuntimeError("parameters and copies must be dense float32 and bfloat16 tensors of one layout")
+            # keep = 1 - decay as step's alpha: rounded to float32 from the double, not 1 - float32(decay)
+            kernel(p.numel(), *(None if t is None else t.data_ptr() for t in tensors), group["lr"], decay,
+                   1 - decay, group["eps"], wc)
+            for t in (p, c):  # changed in place, as torch's in-place operations record
+                torch.autograd.graph.increment_version(t)
             p.grad = grad
         _keep_one_gradient(pairs, wc)
 
@@ -161,27 +174,38 @@ def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
     return buffer
 
 
-def _bf16_update(weights, copies, grads, gs, g2s, dws, lr, decay: float, eps: float, wc: float) -> None:
-    """``DeepMindRMSProp._step_group``'s arithmetic from bfloat16 gradients ``dws``: with a
-    weight cost the float32 gradients go to ``grads`` (else None each), the new weights to
-    ``weights`` and their bfloat16 ``copies``. ``lr`` is a 0-d tensor, so that an annealed
-    rate does not recompile."""
-    for w, c, grad, g, g2, dw in zip(weights, copies, grads, gs, g2s, dws):
-        dw = dw.float()
-        if wc:
-            grad.copy_(dw)
-            grad.sub_(w * wc)
-            dw = grad
-        g.mul_(decay).add_(dw, alpha=1 - decay)
-        g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
-        w.add_(lr * (dw / (g2 - g * g + eps).sqrt()))
-        c.copy_(w)
-
-
 @functools.cache
-def _compiled():
-    # Built at first use: torch's compiler adds about 140 MB to a run's peak, which fp32 runs never pay.
-    return torch.compile(_bf16_update, dynamic=False)
+def _kernel():
+    """``rmsprop_bf16.c``'s ``rmsprop_from_bf16``, compiled by ``$CC`` (default ``cc``) for this
+    machine and loaded through ctypes.
+
+    Raises:
+        OSError: no compiler, or the library does not load.
+        RuntimeError: the compiler failed, or the process now holds two OpenMP runtimes (the
+            kernel's threads would contend with torch's).
+    """
+    source = Path(__file__).with_name("rmsprop_bf16.c")
+    compiler = os.environ.get("CC", "cc")
+    with tempfile.TemporaryDirectory() as folder:
+        library = os.path.join(folder, "rmsprop_bf16.so")
+        built = subprocess.run([compiler, "-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp",
+                                "-shared", "-fPIC", str(source), "-o", library], capture_output=True, text=True)
+        if built.returncode:
+            raise RuntimeError(f"{compiler} failed: {(built.stderr.strip().splitlines() or ['?'])[-1]}")
+        kernel = ctypes.CDLL(library).rmsprop_from_bf16  # mapped: the file may go
+    runtimes = _openmp_runtimes()
+    if len(runtimes) != 1:
+        raise RuntimeError(f"OpenMP runtimes loaded: {sorted(runtimes) or 'none seen'}")
+    kernel.restype = None
+    kernel.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_float] * 5
+    return kernel
 
 
-_uncompiled = False  # set once torch.compile has failed in this process
+def _openmp_runtimes() -> set[str]:
+    """The OpenMP runtime libraries mapped into this process (Linux's /proc/self/maps)."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "/" in line}
+    return {p for p in paths if os.path.basename(p).startswith(("libgomp", "libiomp", "libomp"))}
+
+
+_no_kernel = False  # set once the C kernel has failed in this process

@@ -285,18 +285,18 @@ def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames, update
             torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames, monkeypatch, compiled):
+@pytest.mark.parametrize("kernel", [False, True])
+def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames, monkeypatch, kernel):
     # The agent keeps bfloat16 copies of its networks instead of letting autocast cast every
-    # weight on every pass; autocast on the float32 weights with the uncompiled RMSProp is the
-    # reference: bit for bit, or with the compiled RMSProp (a correctly rounded square root)
+    # weight on every pass; autocast on the float32 weights with torch's RMSProp is the
+    # reference: bit for bit, or with the C RMSProp kernel (a correctly rounded square root)
     # to float32's precision.
     agent, reference = make_agent(precision="bf16"), make_agent(precision="bf16")
     reference._bf16_copies = None
     states = np.stack([np.stack(frames[i:i + 4]) for i in range(0, 40, 10)])
     results = []
     for a in (agent, reference):
-        monkeypatch.setattr(optim, "_uncompiled", a is reference or not compiled)
+        monkeypatch.setattr(optim, "_no_kernel", a is reference or not kernel)
         fill(a, frames)
         q = [a._greedy_q(states), a._greedy_q(states[:1])]  # a single state takes its own path
         for i in range(3):
@@ -314,7 +314,7 @@ def test_bf16_on_the_cpu_gives_autocasts_results_from_bfloat16_copies(frames, mo
     assert not torch.equal(q[0], q[-1])  # the updates changed the greedy Q-values
     assert all(p.grad is None for p in agent.network.parameters())  # dw stays in the copy, for report()
     assert "[nn.SpatialConvolution: 0 " not in report  # the last gradients are there
-    if not compiled:
+    if not kernel:
         assert all(torch.equal(x, y) for x, y in zip(q + weights, q_ref + weights_ref))
         assert (report, v_avg, tderr) == (report_ref, v_avg_ref, tderr_ref)
         return

@@ -143,9 +143,11 @@ def test_bf16_trains_with_finite_values(tmp_path):
     assert math.isfinite(trainer.history["td_history"][-1]) and math.isfinite(trainer.history["v_history"][-1])
 
 
-def test_training_imports_no_compiler_stack(tmp_path):
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_training_imports_no_compiler_stack(tmp_path, precision):
+    # bf16's fused RMSProp is a C kernel of ours, not torch.compile's
     script = (f"import sys\nfrom tests.test_golden import RUN, train\nfrom pathlib import Path\n"
-              f"train(Path({str(tmp_path)!r}), steps=620, eval_freq=620, eval_steps=50).save()\n"
+              f"train(Path({str(tmp_path)!r}), steps=620, eval_freq=620, eval_steps=50, precision={precision!r}).save()\n"
               f"print(sorted(m for m in ('sympy', 'torch._dynamo') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parent.parent)

@@ -174,7 +174,7 @@ def test_resume_equals_the_uninterrupted_run(runs):
 
 
 def test_a_bf16_run_resumes_exactly_too(tmp_path):
-    # bf16 on the CPU: bfloat16 copies of the networks and a compiled RMSProp, rebuilt on resume.
+    # bf16 on the CPU: bfloat16 copies of the networks and the C RMSProp kernel, rebuilt on resume.
     folders = {k: tmp_path / k for k in ("straight", "stopped")}
     for key, extra in (("straight", []), ("stopped", ["--steps", 200])):
         folders[key].mkdir()
