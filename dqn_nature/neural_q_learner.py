@@ -13,6 +13,7 @@ import weakref
 import numpy as np
 import torch
 
+from . import kernels
 from .config import FIELDS, agent_defaults, lua_name
 from .cuda_graph import CudaGraph
 from .network import INPUT_SIDE, PackedInference, convnet_atari3
@@ -165,12 +166,16 @@ class NeuralQLearner:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
         channels-last tensor on the device; with bf16 on the CPU, bfloat16 at once: the values
         autocast would cast the float32 ones to (k / 255 in float32, then rounded)."""
+        dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
+        if self.device.type == "cpu" and isinstance(frames, np.ndarray):
+            x = kernels.frames_to_input(frames, dtype)  # the same values in one pass, where it runs
+            if x is not None:
+                return x
         x = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(frames))
         x = x.to(self.device)
         x = x.reshape(len(x), -1, INPUT_SIDE, INPUT_SIDE)
         # Reordered and converted in one copy, one channel at a time: 2x faster than
         # .contiguous(memory_format=channels_last) for 4, and no second float copy.
-        dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
         nhwc = torch.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], dtype=dtype, device=x.device)
         for c in range(x.shape[1]):
             nhwc[..., c] = x[:, c]

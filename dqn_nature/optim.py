@@ -1,16 +1,12 @@
 """DQN 3.0's RMSProp variant (ports the update at the end of ``NeuralQLearner:qLearnMinibatch``)."""
 from __future__ import annotations
 
-import ctypes
-import functools
-import os
-import subprocess
-import tempfile
 import warnings
 from collections import defaultdict
-from pathlib import Path
 
 import torch
+
+from . import kernels
 
 
 class DeepMindRMSProp(torch.optim.Optimizer):
@@ -108,10 +104,10 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         (None): writing it in float32 would cost 0.3 ms an update for ``NeuralQLearner.report``
         alone. With one, each parameter's ``grad`` holds ``dw - wc w`` in float32, as after
         ``step``, and the copies' are dropped. The arithmetic is ``step``'s on ``dw.float()``,
-        in one pass per parameter by a C kernel (``rmsprop_bf16.c``, compiled with OpenMP for
-        this machine at first use, in about 0.1 s): 0.8 ms for the network on two threads,
-        against 2.5 ms for the casts, ``step``'s eight passes and the refresh. Its square root
-        is correctly rounded where torch's is MKL's ``vsSqrt``, and it fuses no multiply-add,
+        in one pass per parameter by a C kernel (``kernels.c``'s ``rmsprop_from_bf16``): 0.8 ms
+        for the network on two threads, against 2.5 ms for the casts, ``step``'s eight passes
+        and the refresh. Its square root is correctly rounded where torch's is MKL's
+        ``vsSqrt``, and it fuses no multiply-add,
         so weights can differ from ``step``'s in their last bits. Where the kernel cannot be
         built or used (no C compiler, or a second OpenMP runtime beside torch's), warns once
         (``RuntimeWarning``) and casts, steps and copies in torch from then on.
@@ -124,7 +120,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                 try:
                     self._fused_step(group, pairs)
                     continue
-                except (OSError, RuntimeError) as e:
+                except RuntimeError as e:
                     _no_kernel = True
                     warnings.warn(f"the C RMSProp kernel is unavailable ({e}): bf16 updates run in torch, slower",
                                   RuntimeWarning, stacklevel=2)
@@ -137,7 +133,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
 
     def _fused_step(self, group: dict, pairs: list) -> None:
         """``step_from_bfloat16`` on one group's (parameter, copy) pairs by the C kernel."""
-        kernel, wc, decay = _kernel(), group["wc"], group["decay"]
+        kernel, wc, decay = kernels.library().rmsprop_from_bf16, group["wc"], group["decay"]
         for p, c in pairs:
             state = self._buffers(p)
             grad = _scratch(self._grads, p) if wc else None
@@ -172,40 +168,6 @@ def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
     if buffer is None:
         buffer = buffers[p] = torch.empty_like(p)
     return buffer
-
-
-@functools.cache
-def _kernel():
-    """``rmsprop_bf16.c``'s ``rmsprop_from_bf16``, compiled by ``$CC`` (default ``cc``) for this
-    machine and loaded through ctypes.
-
-    Raises:
-        OSError: no compiler, or the library does not load.
-        RuntimeError: the compiler failed, or the process now holds two OpenMP runtimes (the
-            kernel's threads would contend with torch's).
-    """
-    source = Path(__file__).with_name("rmsprop_bf16.c")
-    compiler = os.environ.get("CC", "cc")
-    with tempfile.TemporaryDirectory() as folder:
-        library = os.path.join(folder, "rmsprop_bf16.so")
-        built = subprocess.run([compiler, "-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp",
-                                "-shared", "-fPIC", str(source), "-o", library], capture_output=True, text=True)
-        if built.returncode:
-            raise RuntimeError(f"{compiler} failed: {(built.stderr.strip().splitlines() or ['?'])[-1]}")
-        kernel = ctypes.CDLL(library).rmsprop_from_bf16  # mapped: the file may go
-    runtimes = _openmp_runtimes()
-    if len(runtimes) != 1:
-        raise RuntimeError(f"OpenMP runtimes loaded: {sorted(runtimes) or 'none seen'}")
-    kernel.restype = None
-    kernel.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_float] * 5
-    return kernel
-
-
-def _openmp_runtimes() -> set[str]:
-    """The OpenMP runtime libraries mapped into this process (Linux's /proc/self/maps)."""
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "/" in line}
-    return {p for p in paths if os.path.basename(p).startswith(("libgomp", "libiomp", "libomp"))}
 
 
 _no_kernel = False  # set once the C kernel has failed in this process

@@ -1,11 +1,13 @@
 """NeuralQLearner on real Pong screens, with a small replay memory."""
 import copy
+import os
+import shutil
 
 import numpy as np
 import pytest
 import torch
 
-from dqn_nature import NeuralQLearner, cuda_graph, optim
+from dqn_nature import NeuralQLearner, cuda_graph, kernels, optim
 from dqn_nature.preprocess import scale_y, to_bytes
 
 ACTIONS = [0, 1, 3, 4, 11, 12]
@@ -283,6 +285,25 @@ def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames, update
             dw = p.grad
             denom = (0.05 * dw ** 2 - (0.05 * dw) ** 2 + 0.01).sqrt()
             torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_states_become_the_networks_input_in_one_c_pass_with_torchs_values(monkeypatch, precision):
+    # kernels.frames_to_input against the torch path it replaces on the CPU: every byte value,
+    # float32 states as get_recent gives them, one state and an odd batch; channels-last.
+    agent = make_agent(precision=precision)
+    rng = np.random.default_rng(0)
+    states = [np.arange(33 * 4 * 7056).astype(np.uint8).reshape(33, 4, 7056),
+              rng.integers(0, 256, (1, 4, 7056), dtype=np.uint8)]
+    states.append(states[1].astype(np.float32) / np.float32(255))
+    assert kernels.frames_to_input(states[1], torch.float32) is not None  # the kernel runs here
+    fast = [agent._to_input(x) for x in states]
+    monkeypatch.setattr(kernels, "frames_to_input", lambda frames, dtype: None)
+    for x, y in zip(fast, (agent._to_input(x) for x in states)):
+        assert x.dtype == y.dtype == (torch.bfloat16 if precision == "bf16" else torch.float32)
+        assert x.is_contiguous(memory_format=torch.channels_last) and x.shape[1:] == (4, 84, 84)
+        assert torch.equal(x, y)
 
 
 @pytest.mark.parametrize("kernel", [False, True])

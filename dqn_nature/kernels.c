@@ -1,0 +1,84 @@
+/* C kernels of the port (kernels.py compiles this file with OpenMP for the machine it runs on
+ * and calls it through ctypes; the loops run on torch's OpenMP threads). No Lua counterpart.
+ * float32 arithmetic, one rounding per operation (no fused multiply-add, correctly rounded
+ * division and square root); bfloat16 values are float32 rounded to nearest even, as torch. */
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+static inline float from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t rounded = (u + ((u >> 16) & 1u) + 0x7FFFu) >> 16;
+    return (uint16_t)(f != f ? 0x7FC0u : rounded);
+}
+
+/* DeepMindRMSProp's update from bfloat16 gradients, in one pass over a parameter
+ * (--precision bf16 on the CPU). For i < n, with d = dw[i] as float32 (minus wc * w[i], stored
+ * in grad[i], when grad is not NULL):
+ *     g = decay g + keep d;  g2 = decay g2 + keep d^2;  w += lr d / sqrt(g2 - g^2 + eps)
+ * and copy[i] = w[i] in bfloat16. All arrays are dense with the same layout. */
+#define UPDATE(d)                                                    \
+    float gi = g[i] * decay + keep * (d);                            \
+    float g2i = g2[i] * decay + keep * (d) * (d);                    \
+    float wi = w[i] + lr * ((d) / sqrtf(g2i - gi * gi + eps));       \
+    g[i] = gi;                                                       \
+    g2[i] = g2i;                                                     \
+    w[i] = wi;                                                       \
+    copy[i] = to_bf16(wi);
+void rmsprop_from_bf16(int64_t n, float *restrict w, uint16_t *restrict copy, float *restrict g,
+                       float *restrict g2, const uint16_t *restrict dw, float *restrict grad,
+                       float lr, float decay, float keep, float eps, float wc) {
+    if (grad) {
+        #pragma omp parallel for simd schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float d = from_bf16(dw[i]) - wc * w[i];
+            grad[i] = d;
+            UPDATE(d)
+        }
+    } else {
+        #pragma omp parallel for simd schedule(static)
+        for (int64_t i = 0; i < n; i++) {
+            float d = from_bf16(dw[i]);
+            UPDATE(d)
+        }
+    }
+}
+
+/* n states of 4 frames of hw pixels, (n, 4, hw), as the network's channels-last input (n, hw, 4):
+ * uint8 frames (bytes) become k / 255, float32 ones are taken as they are; the result is
+ * float32, or bfloat16 when bf16. */
+#define INTERLEAVE(src_t, value, dst_t, store)                                     \
+    _Pragma("omp parallel for schedule(static)")                                   \
+    for (int64_t s = 0; s < n; s++) {                                              \
+        const src_t *x = (const src_t *)src + s * 4 * hw;                          \
+        dst_t *y = (dst_t *)dst + s * 4 * hw;                                      \
+        _Pragma("omp simd")                                                        \
+        for (int64_t p = 0; p < hw; p++) {                                         \
+            y[4 * p] = store(value(x[p]));                                         \
+            y[4 * p + 1] = store(value(x[hw + p]));                                \
+            y[4 * p + 2] = store(value(x[2 * hw + p]));                            \
+            y[4 * p + 3] = store(value(x[3 * hw + p]));                            \
+        }                                                                          \
+    }
+#define SCALED(k) ((float)(k) / 255.0f)
+#define AS_IS(v) (v)
+
+void frames_to_nhwc4(int64_t n, int64_t hw, const void *restrict src, int bytes, void *restrict dst, int bf16) {
+    if (bytes && bf16) {
+        INTERLEAVE(uint8_t, SCALED, uint16_t, to_bf16)
+    } else if (bytes) {
+        INTERLEAVE(uint8_t, SCALED, float, AS_IS)
+    } else if (bf16) {
+        INTERLEAVE(float, AS_IS, uint16_t, to_bf16)
+    } else {
+        INTERLEAVE(float, AS_IS, float, AS_IS)
+    }
+}

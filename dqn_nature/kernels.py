@@ -1,0 +1,84 @@
+"""C kernels of the port (``kernels.c``), compiled for this machine at first use. No Lua counterpart.
+
+Two loops that torch runs as several passes: ``--precision bf16``'s RMSProp update
+(``DeepMindRMSProp.step_from_bfloat16``) and the conversion of stored frames into the
+network's channels-last input (``NeuralQLearner._to_input``, float32 and bf16 alike, with
+torch's values bit for bit). ``$CC`` (default ``cc``) compiles the file with OpenMP in about
+0.2 s; it is loaded through ctypes, and its loops run on torch's OpenMP threads.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SOURCE = Path(__file__).with_name("kernels.c")
+
+
+def library() -> ctypes.CDLL:
+    """The compiled ``kernels.c``, its functions' argument types set.
+
+    Raises:
+        RuntimeError: it cannot be built or used here, with the reason (no compiler, the
+            compiler failed, the library does not load, or a second OpenMP runtime beside
+            torch's, whose threads would contend with torch's); again at every call.
+    """
+    built, error = _build()
+    if error:
+        raise RuntimeError(error)
+    return built
+
+
+@functools.cache
+def _build() -> tuple[ctypes.CDLL | None, str | None]:
+    """(library, None) or (None, why not)."""
+    compiler = os.environ.get("CC", "cc")
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "kernels.so")
+            built = subprocess.run([compiler, "-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off",
+                                    "-fopenmp", "-shared", "-fPIC", str(SOURCE), "-o", path],
+                                   capture_output=True, text=True)
+            if built.returncode:
+                return None, f"{compiler} failed: {(built.stderr.strip().splitlines() or ['?'])[-1]}"
+            lib = ctypes.CDLL(path)  # mapped: the file may go
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError as e:
+        return None, str(e)
+    runtimes = sorted(p for p in paths if os.path.basename(p).startswith(("libgomp", "libiomp", "libomp")))
+    if len(runtimes) != 1:
+        return None, f"OpenMP runtimes loaded: {runtimes or 'none seen'}"
+    lib.rmsprop_from_bf16.restype = lib.frames_to_nhwc4.restype = None
+    lib.rmsprop_from_bf16.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_float] * 5
+    lib.frames_to_nhwc4.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                                    ctypes.c_int]
+    return lib, None
+
+
+def frames_to_input(frames: np.ndarray, dtype: torch.dtype) -> torch.Tensor | None:
+    """States as the network's input on the CPU, in one pass.
+
+    Args:
+        frames: uint8 (N, 4, 7056) stored frames, which become k / 255 (float32 division), or
+            float32 ones in [0, 1], taken as they are.
+        dtype: torch.float32, or torch.bfloat16 (rounded to nearest even).
+
+    Returns:
+        dtype (N, 4, 84, 84) in channels-last layout, or None where the kernel is unavailable
+        or the states are not four 84x84 frames of those types.
+    """
+    n = len(frames)
+    if frames.dtype not in (np.uint8, np.float32) or frames.size != n * 4 * 84 * 84 or _build()[1]:
+        return None
+    frames = np.ascontiguousarray(frames)
+    out = torch.empty(n, 84, 84, 4, dtype=dtype)
+    library().frames_to_nhwc4(n, 84 * 84, frames.ctypes.data, int(frames.dtype == np.uint8), out.data_ptr(),
+                              int(dtype == torch.bfloat16))
+    return out.permute(0, 3, 1, 2)
