@@ -9,7 +9,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["dqn_nature", "dqn_nature.*"]),
-    package_data={"dqn_nature": ["rmsprop_bf16.c"]},
+    package_data={"dqn_nature": ["kernels.c"]},
     install_requires=[
         "torch>=2.1",
         "ale-py>=0.9",
