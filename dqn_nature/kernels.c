@@ -33,6 +33,7 @@ static inline uint16_t to_bf16(float f) {
     g2[i] = g2i;                                                     \
     w[i] = wi;                                                       \
     copy[i] = to_bf16(wi);
+
 void rmsprop_from_bf16(int64_t n, float *restrict w, uint16_t *restrict copy, float *restrict g,
                        float *restrict g2, const uint16_t *restrict dw, float *restrict grad,
                        float lr, float decay, float keep, float eps, float wc) {

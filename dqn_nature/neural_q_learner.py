@@ -165,7 +165,8 @@ class NeuralQLearner:
     def _to_input(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
         channels-last tensor on the device; with bf16 on the CPU, bfloat16 at once: the values
-        autocast would cast the float32 ones to (k / 255 in float32, then rounded)."""
+        autocast would cast the float32 ones to (k / 255 in float32, then rounded). On the CPU
+        in one pass of ``kernels.frames_to_input`` where it runs, else by torch's copies."""
         dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
         if self.device.type == "cpu" and isinstance(frames, np.ndarray):
             x = kernels.frames_to_input(frames, dtype)  # the same values in one pass, where it runs

@@ -107,10 +107,10 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         in one pass per parameter by a C kernel (``kernels.c``'s ``rmsprop_from_bf16``): 0.8 ms
         for the network on two threads, against 2.5 ms for the casts, ``step``'s eight passes
         and the refresh. Its square root is correctly rounded where torch's is MKL's
-        ``vsSqrt``, and it fuses no multiply-add,
-        so weights can differ from ``step``'s in their last bits. Where the kernel cannot be
-        built or used (no C compiler, or a second OpenMP runtime beside torch's), warns once
-        (``RuntimeWarning``) and casts, steps and copies in torch from then on.
+        ``vsSqrt``, and it fuses no multiply-add, so weights can differ from ``step``'s in
+        their last bits. Where the kernel cannot be built or used (no C compiler, or a second
+        OpenMP runtime beside torch's), warns once (``RuntimeWarning``) and casts, steps and
+        copies in torch from then on.
         """
         global _no_kernel
         copies = iter(copies)
