@@ -22,7 +22,7 @@ SOURCE = Path(__file__).with_name("kernels.c")
 
 
 def library() -> ctypes.CDLL:
-    """The compiled ``kernels.c``, its functions' argument types set.
+    """The compiled ``kernels.c``, its functions' argument types set. No Lua counterpart.
 
     Raises:
         RuntimeError: it cannot be built or used here, with the reason (no compiler, the
@@ -63,7 +63,8 @@ def _build() -> tuple[ctypes.CDLL | None, str | None]:
 
 
 def frames_to_input(frames: np.ndarray, dtype: torch.dtype) -> torch.Tensor | None:
-    """States as the network's input on the CPU, in one pass.
+    """States as the network's input on the CPU, in one pass (the kernel path of
+    ``NeuralQLearner._to_input``). No Lua counterpart.
 
     Args:
         frames: uint8 (N, 4, 7056) stored frames, which become k / 255 (float32 division), or

@@ -278,11 +278,10 @@ class NeuralQLearner:
         a = torch.as_tensor(a, device=self.device)
         r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
         term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
-        network = self._run(self.network)
         with torch.no_grad(), self._autocast():
             q2_max = self._q_values(self._inference(target_net), s2).float().max(1).values
         with torch.set_grad_enabled(need_grad), self._autocast():
-            q_all = (network(self._to_input(s)) if need_grad
+            q_all = (self._run(self.network)(self._to_input(s)) if need_grad
                      else self._q_values(self._inference(self.network), s)).float()
         q = q_all.detach().gather(1, a[:, None])[:, 0]
         delta = r / self.r_max if self.rescale_r else r
