@@ -1,10 +1,48 @@
 /* C kernels of the port (kernels.py compiles this file with OpenMP for the machine it runs on
  * and calls it through ctypes; the loops run on torch's OpenMP threads). No Lua counterpart.
- * float32 arithmetic, one rounding per operation (no fused multiply-add, correctly rounded
- * division and square root); bfloat16 values are float32 rounded to nearest even, as torch. */
+ * float32 arithmetic, one rounding per operation (the compiler fuses no multiply-add) except
+ * where fmaf is written; bfloat16 values are float32 rounded to nearest even, as torch. */
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+
+/* MKL's vmsSqrt (n, in, out, mode), torch's square root of float32 tensors on the CPU */
+typedef void (*vml_sqrt_t)(int, const float *, float *, int64_t);
+
+/* DeepMindRMSProp.step on one float32 parameter of n elements in one pass, with the bits of its
+ * eager torch passes: d = dw[i] (minus wc * w[i], stored back in dw[i], when wc is not 0),
+ *     g = decay g + keep d;  g2 = decay g2 + keep d^2;  w += lr d / sqrt(g2 - g^2 + eps)
+ * fused where torch's vectorised add, addcmul and their scalar tails fuse, and the square root
+ * by torch's own call, vml_sqrt(count, in, out, mode), on blocks of the pass. All arrays are dense
+ * with the same layout. */
+#define BLOCK 16384
+void rmsprop(int64_t n, float *restrict w, float *restrict g, float *restrict g2, float *restrict dw,
+             float lr, float decay, float keep, float eps, float wc, vml_sqrt_t vml_sqrt, int64_t mode) {
+    /* always a parallel region, even for one block: outside one, MKL would start threads of its own */
+    #pragma omp parallel for schedule(static)
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        int64_t m = n - start < BLOCK ? n - start : BLOCK;
+        float *wb = w + start, *gb = g + start, *g2b = g2 + start, *db = dw + start;
+        float root[BLOCK];
+        #pragma omp simd
+        for (int64_t j = 0; j < m; j++) {
+            float d = db[j];
+            if (wc != 0.0f) {
+                d = fmaf(wb[j], -wc, d);
+                db[j] = d;
+            }
+            float gj = fmaf(d, keep, gb[j] * decay);
+            float g2j = fmaf(keep * d, d, g2b[j] * decay);
+            gb[j] = gj;
+            g2b[j] = g2j;
+            root[j] = fmaf(-gj, gj, g2j) + eps;
+        }
+        vml_sqrt((int)m, root, root, mode);
+        #pragma omp simd
+        for (int64_t j = 0; j < m; j++)
+            wb[j] = wb[j] + lr * db[j] / root[j];
+    }
+}
 
 static inline float from_bf16(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;

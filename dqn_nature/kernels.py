@@ -1,7 +1,8 @@
 """C kernels of the port (``kernels.c``), compiled for this machine at first use. No Lua counterpart.
 
-Two loops that torch runs as several passes: ``--precision bf16``'s RMSProp update
-(``DeepMindRMSProp.step_from_bfloat16``) and the conversion of stored frames into the
+Loops that torch runs as several passes: the RMSProp update in float32
+(``DeepMindRMSProp.step``, with torch's bits) and in ``--precision bf16``
+(``DeepMindRMSProp.step_from_bfloat16``), and the conversion of stored frames into the
 network's channels-last input (``NeuralQLearner._to_input``, float32 and bf16 alike, with
 torch's values bit for bit). ``$CC`` (default ``cc``) compiles the file with OpenMP in about
 0.2 s; it is loaded through ctypes, and its loops run on torch's OpenMP threads.
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 SOURCE = Path(__file__).with_name("kernels.c")
+VML_MODE = 0x140102  # VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE: torch's mode for its MKL calls
 
 
 def library() -> ctypes.CDLL:
@@ -55,7 +57,9 @@ def _build() -> tuple[ctypes.CDLL | None, str | None]:
     runtimes = sorted(p for p in paths if os.path.basename(p).startswith(("libgomp", "libiomp", "libomp")))
     if len(runtimes) != 1:
         return None, f"OpenMP runtimes loaded: {runtimes or 'none seen'}"
-    lib.rmsprop_from_bf16.restype = lib.frames_to_nhwc4.restype = None
+    lib.rmsprop.restype = lib.rmsprop_from_bf16.restype = lib.frames_to_nhwc4.restype = None
+    lib.rmsprop.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 4 + [ctypes.c_float] * 5 + [ctypes.c_void_p,
+                                                                                              ctypes.c_int64]
     lib.rmsprop_from_bf16.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_float] * 5
     lib.frames_to_nhwc4.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                     ctypes.c_int]
@@ -83,3 +87,17 @@ def frames_to_input(frames: np.ndarray, dtype: torch.dtype) -> torch.Tensor | No
     library().frames_to_nhwc4(n, 84 * 84, frames.ctypes.data, int(frames.dtype == np.uint8), out.data_ptr(),
                               int(dtype == torch.bfloat16))
     return out.permute(0, 3, 1, 2)
+
+
+@functools.cache
+def mkl_sqrt() -> int | None:
+    """The address of MKL's ``vmsSqrt`` in torch's ``libtorch_cpu``, which ``torch.sqrt``
+    calls (with ``VML_MODE``) on float32 CPU tensors, or None where torch has no MKL. No Lua
+    counterpart."""
+    if not torch.backends.mkl.is_available():
+        return None
+    try:
+        torch_cpu = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+        return ctypes.cast(torch_cpu.vmsSqrt, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None

@@ -1,6 +1,7 @@
 """DQN 3.0's RMSProp variant (ports the update at the end of ``NeuralQLearner:qLearnMinibatch``)."""
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 
@@ -65,20 +66,27 @@ class DeepMindRMSProp(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            self._step_group(group)
+            self._step_group(group, _exact_kernel())
         return loss
 
-    def _step_group(self, group: dict) -> None:
-        """``step`` on one parameter group."""
+    def _step_group(self, group: dict, kernel=None) -> None:
+        """``step`` on one parameter group: each dense float32 CPU parameter in one pass of
+        ``kernel`` (``_exact_kernel()``, with the bits of the eager passes below) if given, the
+        others by those eager passes."""
         decay, eps, lr, wc = group["decay"], group["eps"], group["lr"], group["wc"]
         for p in group["params"]:
             if p.grad is None:
                 continue
-            dw = p.grad
+            dw, state = p.grad, self._buffers(p)
+            g, g2 = state["g"], state["g2"]
+            if kernel and p.is_cpu and p.dtype == dw.dtype == torch.float32 and _one_dense_layout(p, dw):
+                kernel(p.numel(), p.data_ptr(), g.data_ptr(), g2.data_ptr(), dw.data_ptr(), lr, decay, 1 - decay,
+                       eps, wc, kernels.mkl_sqrt(), kernels.VML_MODE)
+                for t in (p, dw) if wc else (p,):  # changed in place, as torch's in-place operations record
+                    torch.autograd.graph.increment_version(t)
+                continue
             if wc:  # in place, as the Lua's dw:add(-wc, w): report() prints the gradient used
                 dw.add_(p, alpha=-wc)
-            state = self._buffers(p)
-            g, g2 = state["g"], state["g2"]
             denom = _scratch(self._denom, p)
             g.mul_(decay).add_(dw, alpha=1 - decay)
             g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
@@ -139,8 +147,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
             grad = _scratch(self._grads, p) if wc else None
             dw = c.grad if c.grad.stride() == p.stride() else torch.empty_like(c).copy_(c.grad)
             tensors = [p, c, state["g"], state["g2"], dw, grad]
-            dense = p.is_contiguous() or p.dim() == 4 and p.is_contiguous(memory_format=torch.channels_last)
-            if (not dense or any(t is not None and t.stride() != p.stride() for t in tensors)
+            if (not _one_dense_layout(*(t for t in tensors if t is not None))
                     or p.dtype != torch.float32 or c.dtype != torch.bfloat16 or dw.dtype != torch.bfloat16):
                 raise RuntimeError("parameters and copies must be dense float32 and bfloat16 tensors of one layout")
             # keep = 1 - decay as step's alpha: rounded to float32 from the double, not 1 - float32(decay)
@@ -160,6 +167,43 @@ def _keep_one_gradient(pairs: list, wc: float) -> None:
             c.grad = None
         else:
             p.grad = None
+
+
+def _one_dense_layout(p: torch.Tensor, *others: torch.Tensor) -> bool:
+    """Whether ``p`` is dense (contiguous, or channels-last) and ``others`` share its strides,
+    as the C kernels, which walk them as flat arrays, need."""
+    dense = p.is_contiguous() or p.dim() == 4 and p.is_contiguous(memory_format=torch.channels_last)
+    return dense and all(t.stride() == p.stride() for t in others)
+
+
+@functools.cache
+def _exact_kernel():
+    """``kernels.c``'s ``rmsprop``, or None where it cannot be built, where torch's square root
+    is not MKL's, or where on a probe its bits differ from ``step``'s eager passes (another
+    compiler or torch version may fuse otherwise): float32 results never depend on it."""
+    try:
+        kernel = kernels.library().rmsprop
+    except RuntimeError:
+        return None
+    if kernels.mkl_sqrt() is None:
+        return None
+    generator = torch.Generator().manual_seed(0)
+    sizes = (1, 31, 33, 70_001)  # vector tails, and a parameter that torch's threads share
+    for wc in (0.0, 0.01):
+        start = [torch.randn(n, generator=generator) for n in sizes]
+        runs = [(DeepMindRMSProp(params, wc=wc), params) for params in ([p.clone() for p in start] for _ in range(2))]
+        for _ in range(3):
+            grads = [torch.randn(n, generator=generator) * 10 ** (6 * torch.rand(n, generator=generator) - 5)
+                     for n in sizes]
+            for (optimiser, params), fused in zip(runs, (None, kernel)):
+                for p, dw in zip(params, grads):
+                    p.grad = dw.clone()
+                optimiser._step_group(optimiser.param_groups[0], fused)
+        values = [torch.cat([t for p in params for t in (p, p.grad, *optimiser.state[p].values())])
+                  for optimiser, params in runs]
+        if not torch.equal(*values):
+            return None
+    return kernel
 
 
 def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
