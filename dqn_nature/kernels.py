@@ -44,8 +44,9 @@ def _build() -> tuple[ctypes.CDLL | None, str | None]:
     try:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "kernels.so")
-            built = subprocess.run([compiler, "-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off",
-                                    "-fopenmp", "-shared", "-fPIC", str(SOURCE), "-o", path],
+            # 512-bit vectors where the CPU has them: 1 to 5% more steps/s on an AVX-512 Xeon
+            built = subprocess.run([compiler, "-O3", "-march=native", "-mprefer-vector-width=512", "-fno-math-errno",
+                                    "-ffp-contract=off", "-fopenmp", "-shared", "-fPIC", str(SOURCE), "-o", path],
                                    capture_output=True, text=True)
             if built.returncode:
                 return None, f"{compiler} failed: {(built.stderr.strip().splitlines() or ['?'])[-1]}"
