@@ -1,6 +1,6 @@
 """Replay memory footprint: a full ``TransitionTable``, then a trainer run with a full one.
 
-Collects ``--frames`` real preprocessed Pong frames (GameEnvironment, scale_y, to_bytes,
+Collects ``--frames`` real preprocessed Pong frames (GameEnvironment, preprocess,
 random play), fills a table of ``--size`` transitions (default 1,000,000) by ``add()``,
 cycling through them, and prints the bytes per transition and this process's peak resident
 memory. Then, in a fresh process, builds the real ``Trainer`` at that replay size, fills its
@@ -25,7 +25,7 @@ import numpy as np
 
 from dqn_nature.config import resolve
 from dqn_nature.environment import GameEnvironment
-from dqn_nature.preprocess import scale_y, to_bytes
+from dqn_nature.preprocess import preprocess
 from dqn_nature.train import Trainer
 from dqn_nature.transition_table import TransitionTable
 
@@ -46,7 +46,7 @@ def collect(n: int, seed: int = 1):
     rewards = np.empty(n, np.float32)
     screen, reward, terminal = env.get_state()
     for i in range(n):
-        frames[i], terminals[i], rewards[i] = to_bytes(scale_y(screen)), terminal, np.clip(reward, -1, 1)
+        frames[i], terminals[i], rewards[i] = preprocess(screen), terminal, np.clip(reward, -1, 1)
         if terminal:
             screen, reward, terminal = env.next_random_game()
         else:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from dqn_nature.config import resolve
-from dqn_nature.preprocess import scale_y, to_bytes
+from dqn_nature.preprocess import preprocess
 from dqn_nature.train import Trainer, cpu_capabilities, set_threads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -111,7 +111,7 @@ def components(trainer: Trainer, cuda: bool, n: int) -> dict:
 
     return {
         "emulator step (actrep 4, pooling)": per_call(env_step, n, cuda),
-        "preprocess (scale_y, to_bytes)": per_call(lambda: to_bytes(scale_y(screen)), n, cuda),
+        "preprocess (scale_y, to_bytes)": per_call(lambda: preprocess(screen), n, cuda),
         "action forward (get_recent, greedy)": per_call(
             lambda: agent.greedy(agent.transitions.get_recent()), n, cuda),
         "minibatch sample (32)": per_call(lambda: agent.transitions.sample(agent.minibatch_size), n, cuda),

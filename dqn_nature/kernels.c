@@ -121,3 +121,38 @@ void frames_to_nhwc4(int64_t n, int64_t hw, const void *restrict src, int bytes,
         INTERLEAVE(float, AS_IS, float, AS_IS)
     }
 }
+
+/* preprocess.scale_y then to_bytes on one RGB screen, float32 (h, w, 3) in [0, 1], with
+ * NumPy's float32 roundings: the luminance r R + g G + b B; each row shrunk to n_out cells,
+ * cell j = (sum over k < kw of weight[k][j] y[index[k][j]], added in order of k) / count[j],
+ * by the plan for w (a zero weight adds +0); then each column by the plan for h; then
+ * trunc(255 v) as bytes, (n_out, n_out) row-major. rows: scratch of h * n_out floats. */
+void screen_to_bytes(int64_t h, int64_t w, const float *restrict screen, float lr, float lg, float lb,
+                     int64_t kw, const int64_t *restrict w_index, const float *restrict w_weight,
+                     const float *restrict w_count, int64_t kh, const int64_t *restrict h_index,
+                     const float *restrict h_weight, const float *restrict h_count, int64_t n_out,
+                     float *restrict rows, uint8_t *restrict out) {
+    float y[w], acc[n_out];  /* vector loops over a row's or a column's cells, terms in order */
+    for (int64_t r = 0; r < h; r++) {
+        const float *pixel = screen + r * w * 3;
+        for (int64_t c = 0; c < w; c++)
+            y[c] = lr * pixel[3 * c] + lg * pixel[3 * c + 1] + lb * pixel[3 * c + 2];
+        for (int64_t j = 0; j < n_out; j++)
+            acc[j] = w_weight[j] * y[w_index[j]];
+        for (int64_t k = 1; k < kw; k++)
+            for (int64_t j = 0; j < n_out; j++)
+                acc[j] += w_weight[k * n_out + j] * y[w_index[k * n_out + j]];
+        for (int64_t j = 0; j < n_out; j++)
+            rows[r * n_out + j] = acc[j] / w_count[j];
+    }
+    for (int64_t i = 0; i < n_out; i++) {
+        for (int64_t k = 0; k < kh; k++) {
+            const float *row = rows + h_index[k * n_out + i] * n_out;
+            float weight = h_weight[k * n_out + i];
+            for (int64_t j = 0; j < n_out; j++)
+                acc[j] = k ? acc[j] + weight * row[j] : weight * row[j];
+        }
+        for (int64_t j = 0; j < n_out; j++)
+            out[i * n_out + j] = (uint8_t)(acc[j] / h_count[i] * 255.0f);
+    }
+}

@@ -1,10 +1,11 @@
 """C kernels of the port (``kernels.c``), compiled for this machine at first use. No Lua counterpart.
 
-Loops that torch runs as several passes: the RMSProp update in float32
+Loops that torch or NumPy run as several passes: the RMSProp update in float32
 (``DeepMindRMSProp.step``, with torch's bits) and in ``--precision bf16``
-(``DeepMindRMSProp.step_from_bfloat16``), and the conversion of stored frames into the
+(``DeepMindRMSProp.step_from_bfloat16``), the conversion of stored frames into the
 network's channels-last input (``NeuralQLearner._to_input``, float32 and bf16 alike, with
-torch's values bit for bit). ``$CC`` (default ``cc``) compiles the file with OpenMP in about
+torch's values bit for bit), and a screen's preprocessing (``preprocess.preprocess``, with
+NumPy's bytes). ``$CC`` (default ``cc``) compiles the file with OpenMP in about
 0.2 s; it is loaded through ctypes, and its loops run on torch's OpenMP threads.
 """
 from __future__ import annotations
@@ -64,6 +65,10 @@ def _build() -> tuple[ctypes.CDLL | None, str | None]:
     lib.rmsprop_from_bf16.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_float] * 5
     lib.frames_to_nhwc4.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                     ctypes.c_int]
+    lib.screen_to_bytes.restype = None
+    lib.screen_to_bytes.argtypes = ([ctypes.c_int64] * 2 + [ctypes.c_void_p] + [ctypes.c_float] * 3
+                                    + ([ctypes.c_int64] + [ctypes.c_void_p] * 3) * 2 + [ctypes.c_int64]
+                                    + [ctypes.c_void_p] * 2)
     return lib, None
 
 

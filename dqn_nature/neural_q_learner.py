@@ -18,7 +18,7 @@ from .config import FIELDS, agent_defaults, lua_name
 from .cuda_graph import CudaGraph
 from .network import INPUT_SIDE, PackedInference, convnet_atari3
 from .optim import DeepMindRMSProp
-from .preprocess import scale_y, to_bytes
+from .preprocess import preprocess
 from .transition_table import TransitionTable
 
 # States per convolution pass of a large batch without gradient. The default minibatch's size:
@@ -232,7 +232,7 @@ class NeuralQLearner:
         Returns:
             the action index (0-based), or None when ``terminal``.
         """
-        state = to_bytes(scale_y(rawstate))
+        state = preprocess(rawstate)
         reward = min(reward, self.max_reward) if self.max_reward is not None else reward
         reward = max(reward, self.min_reward) if self.min_reward is not None else reward
         if self.rescale_r:
