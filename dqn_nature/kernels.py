@@ -6,7 +6,7 @@ Loops that torch or NumPy run as several passes: the RMSProp update in float32
 network's channels-last input (``NeuralQLearner._to_input``, float32 and bf16 alike, with
 torch's values bit for bit), and a screen's preprocessing (``preprocess.preprocess``, with
 NumPy's bytes). ``$CC`` (default ``cc``) compiles the file with OpenMP in about
-0.2 s; it is loaded through ctypes, and its loops run on torch's OpenMP threads.
+0.3 s; it is loaded through ctypes, and its loops run on torch's OpenMP threads.
 """
 from __future__ import annotations
 
