@@ -185,6 +185,32 @@ def test_float32_rmsprop_by_the_kernel_has_the_bits_of_torchs_passes(monkeypatch
             assert torch.equal(x, y)
 
 
+@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.parametrize("change", ["no MKL square root", "another square root"])
+def test_float32_rmsprop_kernel_is_refused_unless_it_has_torchs_bits(monkeypatch, change):
+    # Without MKL's vmsSqrt, or with a square root of other roundings (VML's low-accuracy
+    # mode), the kernel is not used: its probe against the eager passes fails, and step()
+    # runs those passes.
+    if change == "no MKL square root":
+        monkeypatch.setattr(kernels, "mkl_sqrt", lambda: None)
+    else:
+        monkeypatch.setattr(kernels, "VML_MODE", 0x140101)  # VML_LA instead of VML_HA
+    optim._exact_kernel.cache_clear()
+    try:
+        assert optim._exact_kernel() is None
+        torch.manual_seed(0)
+        w = torch.randn(5000, requires_grad=True)
+        start, dw = w.detach().clone(), torch.randn(5000)
+        w.grad = dw.clone()
+        DeepMindRMSProp([w], lr=0.1).step()  # from g = g2 = 0: g = 0.05 dw, g2 = 0.05 dw^2
+        expected = start + 0.1 * dw / torch.sqrt(0.05 * dw * dw - (0.05 * dw) ** 2 + 0.01)
+        torch.testing.assert_close(w.detach(), expected)
+    finally:
+        monkeypatch.undo()
+        optim._exact_kernel.cache_clear()
+    assert optim._exact_kernel() is not None
+
+
 def bf16_copies(params):
     """bfloat16 copies of ``params`` with gradients set: the agent's bf16 mode on the CPU."""
     copies = [p.detach().to(torch.bfloat16) for p in params]
