@@ -17,6 +17,10 @@ class DeepMindRMSProp(torch.optim.Optimizer):
     (``sum_i delta_i dQ(s_i, a_i)/dw``); the step therefore adds. This is neither
     ``torch.optim.RMSprop`` nor its centered mode: 0.01 sits inside the root.
 
+    On the CPU, ``step`` updates each float32 parameter in one pass of a C kernel
+    (``kernels.c``'s ``rmsprop``) that gives the bits of torch's eager passes; it is used
+    only after a probe at first use shows that, else those passes run.
+
     A ``torch.optim.Optimizer`` that deliberately skips ``Optimizer.__init__``: that call
     imports torch's compiler stack and sympy, 74 MB of resident memory, a tenth of a full
     replay memory's margin. It sets ``param_groups``, ``state`` and ``defaults`` itself and
@@ -115,7 +119,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         in one pass per parameter by a C kernel (``kernels.c``'s ``rmsprop_from_bf16``): 0.8 ms
         for the network on two threads, against 2.5 ms for the casts, ``step``'s eight passes
         and the refresh. Its square root is correctly rounded where torch's is MKL's
-        ``vsSqrt``, and it fuses no multiply-add, so weights can differ from ``step``'s in
+        ``vmsSqrt``, and it fuses no multiply-add, so weights can differ from ``step``'s in
         their last bits. Where the kernel cannot be built or used (no C compiler, or a second
         OpenMP runtime beside torch's), warns once (``RuntimeWarning``) and casts, steps and
         copies in torch from then on.
