@@ -83,7 +83,7 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                 continue
             dw, state = p.grad, self._buffers(p)
             g, g2 = state["g"], state["g2"]
-            if kernel and p.is_cpu and p.dtype == dw.dtype == torch.float32 and _one_dense_layout(p, dw):
+            if kernel and p.is_cpu and p.dtype == dw.dtype == torch.float32 and _one_dense_layout(p, dw, g, g2):
                 kernel(p.numel(), p.data_ptr(), g.data_ptr(), g2.data_ptr(), dw.data_ptr(), lr, decay, 1 - decay,
                        eps, wc, kernels.mkl_sqrt(), kernels.VML_MODE)
                 for t in (p, dw) if wc else (p,):  # changed in place, as torch's in-place operations record

@@ -95,9 +95,11 @@ def to_bytes(state: np.ndarray) -> np.ndarray:
 
 def preprocess(screen: np.ndarray) -> np.ndarray:
     """``to_bytes(scale_y(screen))``: the state the agent stores, uint8 (7056,), from a pooled
-    RGB screen, float32 (H, W, 3) in [0, 1]. In one pass of ``kernels.c``'s
-    ``screen_to_bytes`` where it runs (the same bytes: the same float32 operations in the
-    same order; 0.06 ms against 0.16 with the caches cold), else in NumPy.
+    RGB screen, float32 (H, W, 3) in [0, 1], H and W at least 84 (other inputs go to NumPy).
+    Ports ``NeuralQLearner:preprocess`` with ``TransitionTable:add_recent_state``'s byte
+    conversion. In one pass of ``kernels.c``'s ``screen_to_bytes`` where it runs (the same
+    bytes: the same float32 operations in the same order; 0.06 ms against 0.16 with the caches
+    cold), else in NumPy.
     """
     h, w = screen.shape[:2]
     if screen.dtype != np.float32 or screen.shape[2:] != (3,) or min(h, w) < OUT_SIZE:

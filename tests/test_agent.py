@@ -1,7 +1,5 @@
 """NeuralQLearner on real Pong screens, with a small replay memory."""
 import copy
-import os
-import shutil
 
 import numpy as np
 import pytest
@@ -287,7 +285,7 @@ def test_q_learn_minibatch_gradient_is_the_sum_over_the_minibatch(frames, update
             torch.testing.assert_close(p.detach(), old.detach() + 0.00025 * dw / denom)
 
 
-@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.needs_c_compiler
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_states_become_the_networks_input_in_one_c_pass_with_torchs_values(monkeypatch, precision):
     # kernels.frames_to_input against the torch path it replaces on the CPU: every byte value,

@@ -1,8 +1,6 @@
 """convnet_atari3 and DeepMindRMSProp."""
 import copy
 import math
-import os
-import shutil
 import warnings
 
 import pytest
@@ -157,7 +155,7 @@ def test_deepmind_rmsprop_is_a_torch_optimizer_without_the_compiler_import():
     assert out.split() == ["True", "False"]
 
 
-@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.needs_c_compiler
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("wc", [0.0, 0.01])
 def test_float32_rmsprop_by_the_kernel_has_the_bits_of_torchs_passes(monkeypatch, threads, wc):
@@ -186,7 +184,7 @@ def test_float32_rmsprop_by_the_kernel_has_the_bits_of_torchs_passes(monkeypatch
             assert torch.equal(x, y)
 
 
-@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.needs_c_compiler
 @pytest.mark.parametrize("change", ["no MKL square root", "another square root"])
 def test_float32_rmsprop_kernel_is_refused_unless_it_has_torchs_bits(monkeypatch, change):
     # Without MKL's vmsSqrt, or with a square root of other roundings (VML's low-accuracy
@@ -220,7 +218,7 @@ def bf16_copies(params):
     return copies
 
 
-@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.needs_c_compiler
 @pytest.mark.parametrize("wc", [0.0, 0.01])
 def test_rmsprop_from_bfloat16_gradients_by_the_kernel_and_by_torch(monkeypatch, wc):
     # The C kernel's update against torch's (casts, step, copies) over two steps at different
@@ -259,11 +257,7 @@ def test_rmsprop_from_bfloat16_gradients_by_the_kernel_and_by_torch(monkeypatch,
                 torch.testing.assert_close(x.detach(), y.detach(), rtol=1e-6, atol=1e-7)
 
 
-def test_rmsprop_from_bfloat16_gradients_falls_back_when_the_kernel_fails(monkeypatch):
-    def no_compiler():
-        raise RuntimeError("no C compiler")
-
-    monkeypatch.setattr(kernels, "library", no_compiler)
+def test_rmsprop_from_bfloat16_gradients_falls_back_when_the_kernel_fails(monkeypatch, no_c_kernels):
     monkeypatch.setattr(optim, "_no_kernel", False)
     torch.manual_seed(0)
     w = torch.randn(3, 5, requires_grad=True)

@@ -1,7 +1,4 @@
 """scale_y (net_downsample_2x_full_y) and byte storage."""
-import os
-import shutil
-
 import cv2
 import numpy as np
 import pytest
@@ -117,7 +114,7 @@ def test_to_bytes_truncates():
     np.testing.assert_array_equal(out, [0, 127, 254, 255, 0])
 
 
-@pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None, reason="the kernel needs a C compiler")
+@pytest.mark.needs_c_compiler
 def test_preprocess_in_one_c_pass_stores_numpys_bytes(pong_screens):
     # kernels.c's screen_to_bytes against to_bytes(scale_y()): real screens of four games,
     # random screens, uniform greys that land next to a byte boundary (141/142 above), and a
@@ -138,11 +135,7 @@ def test_preprocess_in_one_c_pass_stores_numpys_bytes(pong_screens):
         np.testing.assert_array_equal(out, to_bytes(scale_y(screen)))
 
 
-def test_preprocess_without_the_kernel_is_numpys(monkeypatch, pong_screens):
-    def no_compiler():
-        raise RuntimeError("no C compiler")
-
-    monkeypatch.setattr(kernels, "library", no_compiler)
+def test_preprocess_without_the_kernel_is_numpys(monkeypatch, no_c_kernels, pong_screens):
     np.testing.assert_array_equal(preprocess(pong_screens[50]), to_bytes(scale_y(pong_screens[50])))
     grey64 = np.full((210, 160, 3), 0.5, np.float64)  # not float32: NumPy's path, kernel or not
     monkeypatch.undo()
