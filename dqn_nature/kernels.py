@@ -86,12 +86,16 @@ def frames_to_input(frames: np.ndarray, dtype: torch.dtype) -> torch.Tensor | No
         or the states are not four 84x84 frames of those types.
     """
     n = len(frames)
-    if frames.dtype not in (np.uint8, np.float32) or frames.size != n * 4 * 84 * 84 or _build()[1]:
+    if frames.dtype not in (np.uint8, np.float32) or frames.size != n * 4 * 84 * 84:
+        return None
+    try:
+        lib = library()
+    except RuntimeError:
         return None
     frames = np.ascontiguousarray(frames)
     out = torch.empty(n, 84, 84, 4, dtype=dtype)
-    library().frames_to_nhwc4(n, 84 * 84, frames.ctypes.data, int(frames.dtype == np.uint8), out.data_ptr(),
-                              int(dtype == torch.bfloat16))
+    lib.frames_to_nhwc4(n, 84 * 84, frames.ctypes.data, int(frames.dtype == np.uint8), out.data_ptr(),
+                        int(dtype == torch.bfloat16))
     return out.permute(0, 3, 1, 2)
 
 
