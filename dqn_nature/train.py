@@ -303,7 +303,8 @@ def precision_warning(precision: str, gpu: int) -> str | None:
     None. tf32 is a CUDA mode. On an x86 CPU with neither AMX nor AVX-512 BF16, bf16 is
     emulated (0.2x fp32's steps per second on an AVX2 EPYC). With AVX-512 BF16 alone it depends
     on the CPU, so there is no warning: 0.8x on a Sapphire Rapids-class Xeon exposing no AMX,
-    1.13x to 1.50x on a Zen 4 EPYC; with AMX, 1.6x to 1.8x on such a Xeon. No Lua counterpart."""
+    1.13x to 1.50x on a Zen 4 EPYC; with AMX, 1.4x to 1.6x on such a Xeon (since float32's C
+    kernels; 1.6x to 1.8x before). No Lua counterpart."""
     if gpu >= 0 or precision == "fp32":
         return None
     if precision == "tf32":
