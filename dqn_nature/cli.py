@@ -319,6 +319,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
         if warning := training.precision_warning(config.precision, gpu):
             click.echo(warning, err=True)
+        if config.overlap_updates and gpu >= 0:
+            fail("--overlap-updates is a CPU mode: add --gpu -1")
         if config.best and not config.network:  # ignored, as the Lua's -best is without -network
             click.echo("warning: --best has no effect without --network: the run starts from random weights",
                        err=True)

@@ -18,6 +18,7 @@ from .config import FIELDS, agent_defaults, lua_name
 from .cuda_graph import CudaGraph
 from .network import INPUT_SIDE, PackedInference, convnet_atari3
 from .optim import DeepMindRMSProp
+from .overlap import OverlappedUpdates
 from .preprocess import preprocess
 from .transition_table import TransitionTable
 
@@ -37,18 +38,22 @@ class NeuralQLearner:
             plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"``,
             ``"bf16"`` autocast, on the CPU with RMSProp in one C pass (``step_from_bfloat16``) and
             forward passes without gradient through ``network.PackedInference``, or
-            ``"tf32"``: TF32 convolutions and matrix products on CUDA, fp32 on the CPU) and
-            ``seed`` (of the agent's random generator, which also drives replay sampling, as
+            ``"tf32"``: TF32 convolutions and matrix products on CUDA, fp32 on the CPU),
+            ``overlap_updates`` (CPU float32 only: each update computed on a second thread
+            while the agent acts, ``overlap.OverlappedUpdates``; the caller's thread must run
+            one torch thread) and ``seed`` (of the agent's random generator, which also drives replay sampling, as
             the Lua's global RNG).
 
     Raises:
-        ValueError: unknown parameter, or a ``network``/``preproc`` other than DQN 3.0's.
+        ValueError: unknown parameter, a ``network``/``preproc`` other than DQN 3.0's, or
+            ``overlap_updates`` on CUDA or with a precision other than fp32.
     """
 
     def __init__(self, actions, **agent_params):
         gpu = int(agent_params.pop("gpu", -1))
         precision = agent_params.pop("precision", "fp32")
         seed = agent_params.pop("seed", None)
+        overlap = bool(agent_params.pop("overlap_updates", False))
         if agent_params.pop("network", "convnet_atari3") != "convnet_atari3":
             raise ValueError("network must be 'convnet_atari3' (load pretrained weights into agent.network)")
         params = agent_defaults()
@@ -109,6 +114,9 @@ class NeuralQLearner:
             self._update_graph = CudaGraph(self._learn, self.device)
         # bf16 on the CPU: each network's bfloat16 copy and the weight versions it was made from.
         self._bf16_copies = weakref.WeakKeyDictionary() if precision == "bf16" and self.device.type == "cpu" else None
+        if overlap and (self.device.type != "cpu" or precision != "fp32"):
+            raise ValueError("overlap_updates needs the CPU and fp32")
+        self._overlap = OverlappedUpdates(self) if overlap else None
 
     # -- schedules -------------------------------------------------------------------
     def train_epsilon(self) -> float:
@@ -246,8 +254,9 @@ class NeuralQLearner:
         if not terminal:
             action = self.e_greedy(self.transitions.get_recent(), testing_ep)
         self.transitions.add_recent_action(action)
-        if (self.num_steps > self.learn_start + self.replay_restart and not testing
-                and self.num_steps % self.update_freq == 0):
+        learn = (self.num_steps > self.learn_start + self.replay_restart and not testing
+                 and self.num_steps % self.update_freq == 0)
+        if learn:
             for _ in range(self.n_replay):
                 self.q_learn_minibatch()
         if not testing:
@@ -256,6 +265,8 @@ class NeuralQLearner:
         if self.target_q and self.num_steps % self.target_q == 1 and self._target_stale:
             self.target_network.load_state_dict(self.network.state_dict())
             self._target_stale = False
+        if learn and self._overlap is not None:
+            self._overlap.start_next()
         return None if terminal else action
 
     # -- learning ----------------------------------------------------------------------
@@ -275,21 +286,25 @@ class NeuralQLearner:
             Q(s, .) float32 (N, n_actions)), torch tensors on the agent's device.
         """
         target_net = self.target_network if self.target_q else self.network
-        a = torch.as_tensor(a, device=self.device)
-        r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
-        term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
         with torch.no_grad(), self._autocast():
             q2_max = self._q_values(self._inference(target_net), s2).float().max(1).values
         with torch.set_grad_enabled(need_grad), self._autocast():
             q_all = (self._run(self.network)(self._to_input(s)) if need_grad
                      else self._q_values(self._inference(self.network), s)).float()
+        return *self.td_targets(q_all, q2_max, a, r, term), q2_max, q_all
+
+    def td_targets(self, q_all, q2_max, a, r, term):
+        """``get_q_update``'s (targets, delta) from Q(s, .) float32 (N, n_actions) and
+        max_a target(s2, a) float32 (N,), for a, r, term as it takes them."""
+        a = torch.as_tensor(a, device=self.device)
+        r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
+        term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
         q = q_all.detach().gather(1, a[:, None])[:, 0]
         delta = r / self.r_max if self.rescale_r else r
         delta = delta + self.discount * (1 - term) * q2_max - q
         if self.clip_delta:
             delta = delta.clamp(-self.clip_delta, self.clip_delta)
-        targets = torch.zeros_like(q_all).scatter_(1, a[:, None], delta[:, None])
-        return targets, delta, q2_max, q_all
+        return torch.zeros_like(q_all).scatter_(1, a[:, None], delta[:, None]), delta
 
     def _q_values(self, network, frames) -> torch.Tensor:
         """Q-values of a large batch without gradient, the convolutional trunk in chunks of
@@ -309,6 +324,8 @@ class NeuralQLearner:
             group["lr"] = self.lr
         if self.device.type == "cuda":
             self._update_graph((self.lr, self.r_max), *minibatch)
+        elif self._overlap is not None:
+            self._overlap.update(minibatch)
         else:
             self._learn(*minibatch)
         self._target_stale = True

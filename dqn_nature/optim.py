@@ -77,32 +77,51 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         """``step`` on one parameter group: each dense float32 CPU parameter in one pass of
         ``kernel`` (``_exact_kernel()``, with the bits of the eager passes below) if given, the
         others by those eager passes."""
-        decay, eps, lr, wc = group["decay"], group["eps"], group["lr"], group["wc"]
         for p in group["params"]:
-            if p.grad is None:
-                continue
-            dw, state = p.grad, self._buffers(p)
-            g, g2 = state["g"], state["g2"]
-            if kernel and p.is_cpu and p.dtype == dw.dtype == torch.float32 and _one_dense_layout(p, dw, g, g2):
-                kernel(p.numel(), p.data_ptr(), g.data_ptr(), g2.data_ptr(), dw.data_ptr(), lr, decay, 1 - decay,
-                       eps, wc, kernels.mkl_sqrt(), kernels.VML_MODE)
-                for t in (p, dw) if wc else (p,):  # changed in place, as torch's in-place operations record
-                    torch.autograd.graph.increment_version(t)
-                continue
-            if wc:  # in place, as the Lua's dw:add(-wc, w): report() prints the gradient used
-                dw.add_(p, alpha=-wc)
-            denom = _scratch(self._denom, p)
-            g.mul_(decay).add_(dw, alpha=1 - decay)
-            g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
-            torch.addcmul(g2, g, g, value=-1, out=denom).add_(eps).sqrt_()
-            p.addcdiv_(dw, denom, value=lr)
+            if p.grad is not None:
+                self._step_tensor(group, p, p.grad, kernel)
+
+    @torch.no_grad()
+    def step_part(self, pairs, rows: slice = slice(None)) -> None:
+        """``step`` on some parameters of the first group, each with the gradient given
+        beside it instead of its ``grad``, or on ``rows`` (first dimension) of them: the share
+        of an update that one thread of ``overlap.OverlappedUpdates`` applies while the other
+        applies the rest. The arithmetic is elementwise, so the bits are ``step``'s. No Lua
+        counterpart.
+
+        pairs: (parameter, gradient dw) tensors of one shape and dtype.
+        """
+        for p, dw in pairs:
+            self._step_tensor(self.param_groups[0], p, dw, _exact_kernel(), rows)
+
+    def _step_tensor(self, group: dict, p: torch.Tensor, dw: torch.Tensor, kernel, rows: slice = slice(None)) -> None:
+        """One parameter's update (``rows`` of it) from ``dw``, as ``_step_group`` describes."""
+        decay, eps, lr, wc = group["decay"], group["eps"], group["lr"], group["wc"]
+        state = self._buffers(p)
+        w, dw, g, g2 = tensors = (p, dw, state["g"], state["g2"])
+        if rows != slice(None):
+            w, dw, g, g2 = (t[rows] for t in tensors)
+        if kernel and w.is_cpu and w.dtype == dw.dtype == torch.float32 and _one_dense_layout(w, dw, g, g2):
+            kernel(w.numel(), w.data_ptr(), g.data_ptr(), g2.data_ptr(), dw.data_ptr(), lr, decay, 1 - decay,
+                   eps, wc, kernels.mkl_sqrt(), kernels.VML_MODE)
+            for t in (w, dw) if wc else (w,):  # changed in place, as torch's in-place operations record
+                torch.autograd.graph.increment_version(t)
+            return
+        if wc:  # in place, as the Lua's dw:add(-wc, w): report() prints the gradient used
+            dw.add_(w, alpha=-wc)
+        denom = _scratch(self._denom, p)[rows]
+        g.mul_(decay).add_(dw, alpha=1 - decay)
+        g2.mul_(decay).addcmul_(dw, dw, value=1 - decay)
+        torch.addcmul(g2, g, g, value=-1, out=denom).add_(eps).sqrt_()
+        w.addcdiv_(dw, denom, value=lr)
 
     def _buffers(self, p: torch.Tensor) -> dict:
-        """``p``'s RMSProp state, ``g`` and ``g2``, created as zeros at its first step."""
+        """``p``'s RMSProp state, ``g`` and ``g2``, created as zeros at its first step (by
+        ``setdefault``: two threads stepping parts of ``p`` get the same buffers)."""
         state = self.state[p]
-        if not state:
-            state["g"] = torch.zeros_like(p)
-            state["g2"] = torch.zeros_like(p)
+        for name in ("g", "g2"):
+            if name not in state:
+                state.setdefault(name, torch.zeros_like(p))
         return state
 
     @torch.no_grad()
@@ -213,8 +232,8 @@ def _exact_kernel():
 def _scratch(buffers: dict, p: torch.Tensor) -> torch.Tensor:
     """``buffers[p]``, an uninitialised tensor like ``p`` made at first use and reused after."""
     buffer = buffers.get(p)
-    if buffer is None:
-        buffer = buffers[p] = torch.empty_like(p)
+    if buffer is None:  # setdefault: two threads stepping parts of p get one buffer
+        buffer = buffers.setdefault(p, torch.empty_like(p))
     return buffer
 
 

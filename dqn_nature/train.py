@@ -90,12 +90,13 @@ class Trainer:
     def __init__(self, config: Config, device_gpu: int = -1, pretrained: bool = True):
         self.config = config
         torch.manual_seed(config.seed)
-        self.threads = set_threads(config.threads)
+        self.threads = set_threads(1 if config.overlap_updates else config.threads)
         self.env = GameEnvironment(config.game, config.game_path, config.actrep, config.random_starts,
                                    config.pool_size, config.pool_type, seed=config.seed)
         self.actions = self.env.get_actions()
         self.agent = NeuralQLearner(self.actions, gpu=device_gpu, precision=config.precision,
-                                    seed=config.seed, **config.agent_params())
+                                    overlap_updates=config.overlap_updates, seed=config.seed,
+                                    **config.agent_params())
         if config.network and pretrained:
             self.load_network(config.network, config.best)
         self.history = {key: [] for key in HISTORY_FIELDS}

@@ -62,6 +62,7 @@ class TransitionTable:
         self.buf_r = np.zeros(buffer_size, np.float32)
         self.buf_term = np.zeros(buffer_size, np.float32)
         self.buf_ind = None  # next unread buffer slot; None until the first fill
+        self.fills = 0  # refills of the buffer so far
 
     def reset(self) -> None:
         """Forget all transitions (``reset``)."""
@@ -192,6 +193,7 @@ class TransitionTable:
         self.buf_r[:] = self.r[idx + h - 1]
         self.buf_term[:] = flags[:, h]
         self.buf_ind = 0
+        self.fills += 1
 
     def sample(self, batch_size: int = 1):
         """The next ``batch_size`` prefetched transitions (``sample``).
