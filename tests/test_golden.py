@@ -1,7 +1,7 @@
 """What performance work must not break.
 
-- A short fixed-seed float32 CPU run gives the same histories and network weights, bit for
-  bit, as the golden records ``tests/data/golden_pong.json`` made before the optimisations
+- A short fixed-seed float32 CPU run, with and without ``--overlap-updates``, gives the same
+  histories and network weights, bit for bit, as the golden records ``tests/data/golden_pong.json`` made before the optimisations
   (commit b03937e, with this checkout's ``preprocess.py``: Torch7's float32 downscale came
   later and changed every run's input bytes). Floating-point results depend on the torch
   build, the CPU's vector unit and vendor and the thread count, so the run uses one thread,
@@ -89,14 +89,15 @@ def record(trainer: Trainer) -> dict:
                 best_model_sha256=weights_sha256(trainer.best_network))
 
 
-def test_fp32_run_matches_golden(tmp_path):
+@pytest.mark.parametrize("overlap_updates", [False, True], ids=["serial", "overlapped updates"])
+def test_fp32_run_matches_golden(tmp_path, overlap_updates):
     golden = json.loads(GOLDEN.read_text())
     assert golden["run"] == RUN
     here = platform_signature()
     golden = next((r for r in golden["records"] if r["platform"] == here), None)
     if golden is None:
         pytest.skip(f"no golden record for {here}")
-    got = record(train(tmp_path))
+    got = record(train(tmp_path, overlap_updates=overlap_updates))
     assert got["history"]["step_history"] == [750, 1000]
     assert got["history"] == golden["history"]
     assert got["model_sha256"] == golden["model_sha256"]
