@@ -176,8 +176,8 @@ class OverlappedUpdates:
             job.acted.set()
             upcoming = self._next()
             if upcoming is not None and a.target_q:  # without a target network, these weights are changing
-                key, (_, _, _, s2, _) = upcoming
-                self.ahead = (key, _versions(a.target_network), self._q2_max(s2))
+                next_key, (_, _, _, s2, _) = upcoming
+                self.ahead = (next_key, _versions(a.target_network), self._q2_max(s2))
             _wait(job, job.g4_ready)
             job.grads[3] = _linear_grad(job.g4, job.saved[4])
             job.fc1_ready.set()

@@ -74,7 +74,8 @@ class Event:
 class Trainer:
     """DQN 3.0's training run: environment, agent, histories and the loop. Like
     ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for the
-    whole process; ``threads`` is the torch thread count it set.
+    whole process; ``threads`` is the torch thread count it set: 1 with ``overlap_updates``,
+    whose two threads run one each.
 
     Args:
         config: resolved options.
