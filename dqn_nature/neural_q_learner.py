@@ -40,9 +40,9 @@ class NeuralQLearner:
             forward passes without gradient through ``network.PackedInference``, or
             ``"tf32"``: TF32 convolutions and matrix products on CUDA, fp32 on the CPU),
             ``overlap_updates`` (CPU float32 only: each update computed on a second thread
-            while the agent acts, ``overlap.OverlappedUpdates``; the caller's thread must run
-            one torch thread) and ``seed`` (of the agent's random generator, which also drives replay sampling, as
-            the Lua's global RNG).
+            while the agent acts, ``overlap.OverlappedUpdates``; the caller's thread must
+            run one torch thread) and ``seed`` (of the agent's random generator, which also
+            drives replay sampling, as the Lua's global RNG).
 
     Raises:
         ValueError: unknown parameter, a ``network``/``preproc`` other than DQN 3.0's, or
@@ -295,7 +295,8 @@ class NeuralQLearner:
 
     def td_targets(self, q_all, q2_max, a, r, term):
         """``get_q_update``'s (targets, delta) from Q(s, .) float32 (N, n_actions) and
-        max_a target(s2, a) float32 (N,), for a, r, term as it takes them."""
+        max_a target(s2, a) float32 (N,), for a, r, term as it takes them: the second half of
+        ``getQUpdate``."""
         a = torch.as_tensor(a, device=self.device)
         r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
         term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
