@@ -409,6 +409,7 @@ LUA_SPELLINGS = [
     (["-bufferSize", "32", "--minibatch-size", "32"], r"must be smaller than bufferSize \(32\)"),
     (["-env", "pongg"], "pongg"),
     (["-ep_endt", "0"], "ep_endt must be positive"),
+    (["-overlap_updates", "-precision", "bf16"], "--overlap-updates computes in fp32: drop it or --precision bf16"),
 ]
 
 

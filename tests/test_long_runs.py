@@ -187,6 +187,22 @@ def test_a_bf16_run_resumes_exactly_too(tmp_path):
     assert_same_outcome(folders["stopped"] / "run.h5", folders["straight"] / "run.h5")
 
 
+def test_an_overlapped_run_resumes_exactly_and_gives_the_in_line_runs_outcome(tmp_path):
+    # --overlap-updates: a checkpoint taken while an update is in flight on the worker.
+    folders = {k: tmp_path / k for k in ("in line", "straight", "stopped")}
+    for key, extra in (("in line", []), ("straight", ["--overlap-updates"]),
+                       ("stopped", ["--overlap-updates", "--steps", 200])):
+        folders[key].mkdir()
+        result = dqn_train(folders[key], *EXACT, *extra)
+        assert result.returncode == 0, result.stderr
+    result = dqn_train(folders["stopped"], "--resume", "run", "--steps", 300)
+    assert result.returncode == 0, result.stderr
+    with h5py.File(folders["stopped"] / "run.h5") as f:
+        assert f["arguments"].attrs["overlap_updates"]  # kept from the checkpoint
+    assert_same_outcome(folders["stopped"] / "run.h5", folders["straight"] / "run.h5")
+    assert_same_outcome(folders["straight"] / "run.h5", folders["in line"] / "run.h5")
+
+
 # -- SIGKILL at random moments ---------------------------------------------------------
 
 def test_sigkill_at_random_moments_and_during_saves(tmp_path):
