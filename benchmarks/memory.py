@@ -92,7 +92,7 @@ def train_full(size: int, steps: int, precision: str, overlap: bool, folder: str
 @click.option("--steps", default=2000, show_default=True, help="trainer steps on the full table (0: skip)")
 @click.option("--precision", default="fp32", show_default=True, type=click.Choice(["fp32", "bf16"]),
               help="the trainer's --precision")
-@click.option("--overlap-updates", "overlap", is_flag=True, help="the trainer with --overlap-updates (fp32)")
+@click.option("--overlap-updates", "overlap", is_flag=True, help="the trainer with --overlap-updates")
 def main(size, frames, steps, precision, overlap):
     """Peak memory of a full replay memory of SIZE transitions, alone and in a trainer."""
     data = collect(frames)

@@ -163,7 +163,7 @@ def machine(cuda: bool) -> str:
 @click.option("--rounds", default=1, show_default=True, help="repetitions of the whole measurement")
 @click.option("--vs-baseline", is_flag=True, help="also time benchmarks/baseline.py in each round")
 @click.option("--overlap-updates", "overlap", is_flag=True,
-              help="also time fp32 with dqn-train's --overlap-updates (CPU; its own two threads)")
+              help="also time each CPU precision with dqn-train's --overlap-updates (its own two threads)")
 @click.option("--components/--no-components", "components_", default=True, show_default=True,
               help="time the components after the first round of each precision")
 @click.option("--component-calls", default=200, show_default=True, help="calls per timing block")
@@ -177,7 +177,7 @@ def main(device, precision, threads, steps, learn_start, replay, epsilon, rounds
         raise click.BadParameter("--overlap-updates is a CPU mode", param_hint="--overlap-updates")
     gpu = 0 if cuda else -1
     n = set_threads(threads)
-    variants = [(p, p, False) for p in precision] + ([("fp32+overlap", "fp32", True)] if overlap else [])
+    variants = [(p, p, False) for p in precision] + [(f"{p}+overlap", p, True) for p in precision if overlap]
     click.echo(f"machine: {machine(cuda)}")
     click.echo(f"torch {torch.__version__}, {n} torch thread(s), device {device}, steps {steps}, "
                f"learn_start {learn_start}, replay {replay}, epsilon {epsilon}")

@@ -65,8 +65,8 @@ class Config:
                             "bf16 is emulated, 5x slower, on CPUs with neither AMX nor AVX-512 BF16)",
                             choices=("fp32", "bf16", "tf32"))
     overlap_updates: bool = option(False, "compute each update on a second thread while the agent plays the "
-                                   "next steps (CPU, fp32; one torch thread per thread, so the results of "
-                                   "--threads 1)", flag=True, resume=True)
+                                   "next steps (CPU, fp32 or bf16; one torch thread per thread, so the "
+                                   "results of --threads 1)", flag=True, resume=True)
     checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",
                                                    resume=True)
     checkpoint_replay: bool = option(False, "include the replay memory in checkpoints (exact resume)",
@@ -365,8 +365,8 @@ def validate(c: Config) -> None:
         if f.metadata["choices"] and getattr(c, f.name) not in f.metadata["choices"]:
             allowed = ", ".join(map(str, f.metadata["choices"]))
             raise ConfigError(f"{f.name} must be one of {allowed}, not {getattr(c, f.name)!r}")
-    if c.overlap_updates and c.precision != "fp32":
-        raise ConfigError(f"--overlap-updates computes in fp32: drop it or --precision {c.precision}")
+    if c.overlap_updates and c.precision == "tf32":
+        raise ConfigError("--overlap-updates is a CPU mode and tf32 a CUDA one: drop one of them")
     env = parse_lua_table(c.env_params)
     if env.get("useRGB", True) is not True or set(env) - {"useRGB"}:
         raise ConfigError(f"env_params {c.env_params!r} not supported: only useRGB=true")

@@ -39,14 +39,14 @@ class NeuralQLearner:
             ``"bf16"`` autocast, on the CPU with RMSProp in one C pass (``step_from_bfloat16``) and
             forward passes without gradient through ``network.PackedInference``, or
             ``"tf32"``: TF32 convolutions and matrix products on CUDA, fp32 on the CPU),
-            ``overlap_updates`` (CPU float32 only: each update computed on a second thread
+            ``overlap_updates`` (CPU, fp32 or bf16: each update computed on a second thread
             while the agent acts, ``overlap.OverlappedUpdates``; the caller's thread must
             run one torch thread) and ``seed`` (of the agent's random generator, which also
             drives replay sampling, as the Lua's global RNG).
 
     Raises:
         ValueError: unknown parameter, a ``network``/``preproc`` other than DQN 3.0's, or
-            ``overlap_updates`` on CUDA or with a precision other than fp32.
+            ``overlap_updates`` on CUDA or in tf32.
     """
 
     def __init__(self, actions, **agent_params):
@@ -114,8 +114,8 @@ class NeuralQLearner:
             self._update_graph = CudaGraph(self._learn, self.device)
         # bf16 on the CPU: each network's bfloat16 copy and the weight versions it was made from.
         self._bf16_copies = weakref.WeakKeyDictionary() if precision == "bf16" and self.device.type == "cpu" else None
-        if overlap and (self.device.type != "cpu" or precision != "fp32"):
-            raise ValueError("overlap_updates needs the CPU and fp32")
+        if overlap and (self.device.type != "cpu" or precision == "tf32"):
+            raise ValueError("overlap_updates is a CPU mode, in fp32 or bf16")
         self._overlap = OverlappedUpdates(self) if overlap else None
 
     # -- schedules -------------------------------------------------------------------

@@ -82,17 +82,29 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                 self._step_tensor(group, p, p.grad, kernel)
 
     @torch.no_grad()
-    def step_part(self, pairs, rows: slice = slice(None)) -> None:
-        """``step`` on some parameters of the first group, each with the gradient given
-        beside it instead of its ``grad``, or on ``rows`` (first dimension) of them: the share
-        of an update that one thread of ``overlap.OverlappedUpdates`` applies while the other
-        applies the rest. The arithmetic is elementwise, so the bits are ``step``'s. No Lua
-        counterpart.
+    def step_part(self, parts, rows: slice = slice(None)) -> None:
+        """``step`` on some parameters of the first group, each from the gradient given beside
+        it, or on ``rows`` (first dimension) of them: the share of an update that one thread
+        of ``overlap.OverlappedUpdates`` applies while the other applies the rest. Where a
+        bfloat16 copy is given, ``step_from_bfloat16``'s step and refresh instead (whole
+        parameters only). The arithmetic is elementwise, so the bits are those of ``step`` and
+        ``step_from_bfloat16``. No Lua counterpart.
 
-        pairs: (parameter, gradient dw) tensors of one shape and dtype.
+        parts: (parameter, dw, bfloat16 copy or None): dw float32 like the parameter, or
+            bfloat16 like the copy.
+
+        Returns: per copied parameter, the float32 gradient ``step_from_bfloat16`` would leave
+        in its ``grad`` (``dw - wc w``, or None without a weight cost before the copy's ``dw``).
         """
-        for p, dw in pairs:
-            self._step_tensor(self.param_groups[0], p, dw, _exact_kernel(), rows)
+        group, grads = self.param_groups[0], {}
+        for p, dw, copy in parts:
+            if copy is None:
+                self._step_tensor(group, p, dw, _exact_kernel(), rows)
+            elif rows != slice(None):
+                raise ValueError("a parameter with a bfloat16 copy is stepped whole")
+            else:
+                grads[p] = self._step_copy(group, p, copy, dw)
+        return grads
 
     def _step_tensor(self, group: dict, p: torch.Tensor, dw: torch.Tensor, kernel, rows: slice = slice(None)) -> None:
         """One parameter's update (``rows`` of it) from ``dw``, as ``_step_group`` describes."""
@@ -143,43 +155,46 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         OpenMP runtime beside torch's), warns once (``RuntimeWarning``) and casts, steps and
         copies in torch from then on.
         """
-        global _no_kernel
         copies = iter(copies)
         for group in self.param_groups:
             pairs = [(p, c) for p, c in zip(group["params"], copies) if c.grad is not None]
-            if not _no_kernel:
-                try:
-                    self._fused_step(group, pairs)
-                    continue
-                except RuntimeError as e:
-                    _no_kernel = True
-                    warnings.warn(f"the C RMSProp kernel is unavailable ({e}): bf16 updates run in torch, slower",
-                                  RuntimeWarning, stacklevel=2)
             for p, c in pairs:
-                p.grad = c.grad.float()
-            self._step_group(group)
-            for p, c in pairs:
-                c.copy_(p)
+                p.grad = self._step_copy(group, p, c, c.grad)
             _keep_one_gradient(pairs, group["wc"])
 
-    def _fused_step(self, group: dict, pairs: list) -> None:
-        """``step_from_bfloat16`` on one group's (parameter, copy) pairs by the C kernel."""
+    def _step_copy(self, group: dict, p: torch.Tensor, copy: torch.Tensor, dw: torch.Tensor):
+        """``step_from_bfloat16`` on one parameter and its copy from ``dw`` (bfloat16): by the C
+        kernel, or, once it has failed, in torch. Returns the float32 gradient used, with the
+        weight cost (None by the kernel without one)."""
+        global _no_kernel
+        if not _no_kernel:
+            try:
+                return self._fused_step(group, p, copy, dw)
+            except RuntimeError as e:
+                _no_kernel = True
+                warnings.warn(f"the C RMSProp kernel is unavailable ({e}): bf16 updates run in torch, slower",
+                              RuntimeWarning, stacklevel=3)
+        dw = dw.float()
+        self._step_tensor(group, p, dw, None)
+        copy.copy_(p)
+        return dw
+
+    def _fused_step(self, group: dict, p: torch.Tensor, copy: torch.Tensor, dw: torch.Tensor):
+        """``_step_copy`` by the C kernel; the float32 ``dw - wc w`` it wrote, or None."""
         kernel, wc, decay = kernels.library().rmsprop_from_bf16, group["wc"], group["decay"]
-        for p, c in pairs:
-            state = self._buffers(p)
-            grad = _scratch(self._grads, p) if wc else None
-            dw = c.grad if c.grad.stride() == p.stride() else torch.empty_like(c).copy_(c.grad)
-            tensors = [p, c, state["g"], state["g2"], dw, grad]
-            if (not _one_dense_layout(*(t for t in tensors if t is not None))
-                    or p.dtype != torch.float32 or c.dtype != torch.bfloat16 or dw.dtype != torch.bfloat16):
-                raise RuntimeError("parameters and copies must be dense float32 and bfloat16 tensors of one layout")
-            # keep = 1 - decay as step's alpha: rounded to float32 from the double, not 1 - float32(decay)
-            kernel(p.numel(), *(None if t is None else t.data_ptr() for t in tensors), group["lr"], decay,
-                   1 - decay, group["eps"], wc)
-            for t in (p, c):  # changed in place, as torch's in-place operations record
-                torch.autograd.graph.increment_version(t)
-            p.grad = grad
-        _keep_one_gradient(pairs, wc)
+        state = self._buffers(p)
+        grad = _scratch(self._grads, p) if wc else None
+        dw = dw if dw.stride() == p.stride() else torch.empty_like(copy).copy_(dw)
+        tensors = [p, copy, state["g"], state["g2"], dw, grad]
+        if (not _one_dense_layout(*(t for t in tensors if t is not None))
+                or p.dtype != torch.float32 or copy.dtype != torch.bfloat16 or dw.dtype != torch.bfloat16):
+            raise RuntimeError("parameters and copies must be dense float32 and bfloat16 tensors of one layout")
+        # keep = 1 - decay as step's alpha: rounded to float32 from the double, not 1 - float32(decay)
+        kernel(p.numel(), *(None if t is None else t.data_ptr() for t in tensors), group["lr"], decay,
+               1 - decay, group["eps"], wc)
+        for t in (p, copy):  # changed in place, as torch's in-place operations record
+            torch.autograd.graph.increment_version(t)
+        return grad
 
 
 def _keep_one_gradient(pairs: list, wc: float) -> None:

@@ -74,10 +74,15 @@ class _Job:
     def __init__(self, agent, key, minibatch):
         self.agent = weakref.ref(agent)  # the worker must not keep a dropped agent alive
         self.key, self.minibatch = key, minibatch
+        # The online network's module that computes: itself, or with bf16 its bfloat16 copy
+        # (refreshed here, on the agent's thread, which also reads it to act).
+        self.copy = None if agent._bf16_copies is None else agent._bf16_copy(agent.network)
+        self.net = agent.network if self.copy is None else self.copy.model
         self.versions, self.r_max = _versions(agent.network), agent.r_max
         self.q2_max = self.q2_versions = None  # target Q-values computed ahead, and their weights' versions
         self.saved = self.g4 = self.g3 = self.error = None
         self.grads = {}  # layer index -> (weight, bias) gradients
+        self.float_grads = {}  # with bf16: parameter -> the float32 gradient its step used, or None
         self.aborted = False
         for name in _EVENTS:
             setattr(self, name, threading.Event())
@@ -88,6 +93,27 @@ class _Job:
         self.q2_ready.set()
         self.acted.set()
         self.done.wait()
+
+    def step(self, agent, which, rows: slice = slice(None)) -> None:
+        """RMSProp on ``which``: (layer index, 0 for the weight or 1 for the bias) pairs."""
+        parts = [(_parameter(agent.network, i, k), self.grads[i][k],
+                  None if self.copy is None else _parameter(self.net, i, k)) for i, k in which]
+        self.float_grads.update(agent.optimizer.step_part(parts, rows))
+
+    def keep_gradients(self, agent) -> None:
+        """Leave the update's gradients where the serial update leaves them, for ``report()``:
+        float32 ``dw`` in the parameters' ``grad``; with bf16, ``dw`` in the copy's, or
+        ``dw - wc w`` in the parameters' where there is a weight cost. Marks the copy fresh."""
+        for i in range(5):
+            for k in (0, 1):
+                p = _parameter(agent.network, i, k)
+                if self.copy is None:
+                    p.grad = self.grads[i][k]
+                    continue
+                p.grad = self.float_grads[p]
+                _parameter(self.net, i, k).grad = None if p.grad is not None else self.grads[i][k]
+        if self.copy is not None:
+            self.copy.refreshed()
 
     def fail(self, error: BaseException) -> None:
         """Hand the worker's ``error`` to the agent's thread, which raises it."""
@@ -102,13 +128,19 @@ class _Job:
 _EVENTS = ("q2_ready", "acted", "g4_ready", "g3_ready", "g2_ready", "fc1_ready", "done")
 
 
+def _parameter(net, layer: int, k: int) -> torch.Tensor:
+    """The weight (``k`` 0) or the bias (1) of ``net``'s layer ``layer`` (0 to 4, input first)."""
+    module = net.layers()[layer]
+    return module.bias if k else module.weight
+
+
 def _versions(net) -> tuple:
     """The version counters of ``net``'s parameters: each in-place change bumps one."""
     return tuple(p._version for p in net.parameters())
 
 
 class OverlappedUpdates:
-    """The worker thread and the updates it computes for a CPU float32 ``NeuralQLearner``.
+    """The worker thread and the updates it computes for a CPU ``NeuralQLearner`` (fp32 or bf16).
 
     The agent calls ``update(minibatch)`` in place of its serial update, after the step's
     action is chosen, and ``start_next()`` at the end of a ``perceive`` that updated. Both
@@ -168,7 +200,7 @@ class OverlappedUpdates:
             job = None
         if job is None:
             job = self._submit(key, minibatch)
-        c1, c2, c3, l1, l2 = a.network.layers()
+        c1, c2, c3, l1, l2 = job.net.layers()
         with torch.no_grad():
             if not job.q2_ready.is_set():
                 job.q2_max = self._q2_max(minibatch[3])
@@ -184,16 +216,16 @@ class OverlappedUpdates:
             _wait(job, job.g3_ready)
             job.grads[2] = _conv_grad(c3, job.g3, job.saved[2], weights=True)
             _wait(job, job.g2_ready)  # the worker has read conv3's weights: they may change now
-            a.optimizer.step_part([(c3.weight, job.grads[2][0]), (c3.bias, job.grads[2][1]),
-                                   (l1.bias, job.grads[3][1])])
-            a.optimizer.step_part([(l1.weight, job.grads[3][0])], rows=slice(l1.out_features // 2, None))
+            job.step(a, [(2, 0), (2, 1), (3, 1)])
+            if job.copy is None:  # float32: fc1's weights in halves, one on each thread
+                job.step(a, [(3, 0)], rows=slice(l1.out_features // 2, None))
         _wait(job, job.done)
-        for i, layer in enumerate(a.network.layers()):
-            layer.weight.grad, layer.bias.grad = job.grads[i]  # the last update's dw, for report()
+        job.keep_gradients(a)
 
     def _q2_max(self, s2) -> torch.Tensor:
         """max_a target(s2, a), float32 (N,), as ``get_q_update`` computes it."""
-        return self.agent._q_values(self._target(), s2).max(1).values
+        a = self.agent
+        return a._q_values(a._inference(self._target()), s2).float().max(1).values
 
 
 def _wait(job: _Job, event: threading.Event) -> None:
@@ -249,12 +281,12 @@ def _compute(job: _Job, closed: threading.Event) -> None:
     first half of fc1's weights once the step's action is chosen."""
     s, a, r, _, term = job.minibatch
     agent = _agent(job)
-    c1, c2, c3, l1, l2 = agent.network.layers()
-    q_all, job.saved = forward_saved(agent.network, agent._to_input(s))
+    c1, c2, c3, l1, l2 = job.net.layers()
+    q_all, job.saved = forward_saved(job.net, agent._to_input(s))
     x, a1, a2, a3, f, a4 = job.saved
     del agent  # not held while waiting
     _await(job, job.q2_ready, closed)
-    targets = _agent(job).td_targets(q_all, job.q2_max, a, r, term)[0]
+    targets = _agent(job).td_targets(q_all.float(), job.q2_max, a, r, term)[0].to(q_all.dtype)
     job.grads[4] = _linear_grad(targets, a4)
     job.g4 = _relu_grad(targets.mm(l2.weight), a4)
     job.g4_ready.set()
@@ -267,7 +299,7 @@ def _compute(job: _Job, closed: threading.Event) -> None:
     job.grads[0] = _conv_grad(c1, g1, x, weights=True)
     _await(job, job.acted, closed)
     _await(job, job.fc1_ready, closed)
-    optimizer = _agent(job).optimizer
-    optimizer.step_part([(p, g) for layer, i in ((c1, 0), (c2, 1), (l2, 4))
-                         for p, g in zip((layer.weight, layer.bias), job.grads[i])])
-    optimizer.step_part([(l1.weight, job.grads[3][0])], rows=slice(None, l1.out_features // 2))
+    agent = _agent(job)
+    if job.copy is None:
+        job.step(agent, [(3, 0)], rows=slice(None, l1.out_features // 2))
+    job.step(agent, [(i, k) for i in (0, 1, 4) for k in (0, 1)] + ([(3, 0)] if job.copy else []))

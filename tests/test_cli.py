@@ -409,7 +409,7 @@ LUA_SPELLINGS = [
     (["-bufferSize", "32", "--minibatch-size", "32"], r"must be smaller than bufferSize \(32\)"),
     (["-env", "pongg"], "pongg"),
     (["-ep_endt", "0"], "ep_endt must be positive"),
-    (["-overlap_updates", "-precision", "bf16"], "--overlap-updates computes in fp32: drop it or --precision bf16"),
+    (["-overlap_updates", "-precision", "tf32"], "--overlap-updates is a CPU mode and tf32 a CUDA one"),
 ]
 
 

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from dqn_nature import NeuralQLearner, overlap
+from dqn_nature import NeuralQLearner, optim, overlap
 from dqn_nature.config import ConfigError, resolve
 from tests.test_golden import RUN, record, train
 
@@ -33,12 +33,13 @@ def counting(monkeypatch) -> dict:
     return counts
 
 
-def test_an_overlapped_run_gives_the_serial_runs_histories_and_weights(tmp_path, monkeypatch):
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_an_overlapped_run_gives_the_serial_runs_histories_and_weights(tmp_path, monkeypatch, precision):
     """The golden test's run (buffer refills, target copies between updates, evaluations):
     the same on every platform, where that test needs a platform's record."""
-    serial = record(train(tmp_path / "serial"))
+    serial = record(train(tmp_path / "serial", precision=precision))
     counts = counting(monkeypatch)
-    assert record(train(tmp_path / "overlapped", overlap_updates=True)) == serial
+    assert record(train(tmp_path / "overlapped", precision=precision, overlap_updates=True)) == serial
     updates = (RUN["steps"] - RUN["learn_start"]) // 4
     assert updates * 0.8 < counts["ahead"] < updates  # none where the next update refills the buffer
     assert counts["dropped"] >= 1  # started before a target copy
@@ -61,8 +62,9 @@ def agents_after(screens, changes: dict, **params):
 
 
 def assert_same_learning(serial, overlapped):
+    assert serial.report() == overlapped.report()  # the last update's gradients too
     for p, q in zip(serial.network.parameters(), overlapped.network.parameters()):
-        assert torch.equal(p, q) and torch.equal(p.grad, q.grad)
+        assert torch.equal(p, q)
         assert all(torch.equal(serial.optimizer.state[p][k], overlapped.optimizer.state[q][k]) for k in ("g", "g2"))
     for p, q in zip(serial.target_network.parameters(), overlapped.target_network.parameters()):
         assert torch.equal(p, q)
@@ -82,6 +84,14 @@ def test_updates_started_before_the_weights_or_r_max_changed_are_computed_again(
 
 def test_without_a_target_network_the_overlapped_updates_give_the_serial_ones(pong_screens):
     assert_same_learning(*agents_after(pong_screens, {}, target_q=0))
+
+
+@pytest.mark.parametrize("kernel", [True, False], ids=["C kernel", "torch"])
+def test_bf16_with_a_weight_cost_overlapped_gives_the_serial_updates(pong_screens, monkeypatch, kernel):
+    monkeypatch.setattr(optim, "_no_kernel", not kernel)
+    serial, overlapped = agents_after(pong_screens, {}, precision="bf16", wc=0.01)
+    assert_same_learning(serial, overlapped)
+    assert serial.network.fc1.weight.grad is not None  # dw - wc w, in float32
 
 
 def test_an_error_on_the_worker_is_raised_by_perceive(pong_screens, monkeypatch):
@@ -110,8 +120,8 @@ def test_the_worker_ends_with_its_agent(pong_screens):
     assert not worker.is_alive()
 
 
-def test_overlapped_updates_are_a_cpu_float32_mode():
-    with pytest.raises(ValueError, match="CPU and fp32"):
-        NeuralQLearner([0, 1], overlap_updates=True, precision="bf16")
-    with pytest.raises(ConfigError, match="--overlap-updates computes in fp32"):
-        resolve(dict(game="pong", overlap_updates=True, precision="bf16"))
+def test_overlapped_updates_are_a_cpu_mode_in_fp32_or_bf16():
+    with pytest.raises(ValueError, match="a CPU mode, in fp32 or bf16"):
+        NeuralQLearner([0, 1], overlap_updates=True, precision="tf32")
+    with pytest.raises(ConfigError, match="--overlap-updates is a CPU mode and tf32 a CUDA one"):
+        resolve(dict(game="pong", overlap_updates=True, precision="tf32"))
