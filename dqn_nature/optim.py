@@ -86,8 +86,8 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         """``step`` on some parameters of the first group, each from the gradient given beside
         it, or on ``rows`` (first dimension) of them: the share of an update that one thread
         of ``overlap.OverlappedUpdates`` applies while the other applies the rest. Where a
-        bfloat16 copy is given, ``step_from_bfloat16``'s step and refresh instead (whole
-        parameters only). The arithmetic is elementwise, so the bits are those of ``step`` and
+        bfloat16 copy is given, ``step_from_bfloat16``'s step and refresh instead. The
+        arithmetic is elementwise, so the bits are those of ``step`` and
         ``step_from_bfloat16``. No Lua counterpart.
 
         parts: (parameter, dw, bfloat16 copy or None): dw float32 like the parameter, or
@@ -100,10 +100,8 @@ class DeepMindRMSProp(torch.optim.Optimizer):
         for p, dw, copy in parts:
             if copy is None:
                 self._step_tensor(group, p, dw, _exact_kernel(), rows)
-            elif rows != slice(None):
-                raise ValueError("a parameter with a bfloat16 copy is stepped whole")
             else:
-                grads[p] = self._step_copy(group, p, copy, dw)
+                grads[p] = self._step_copy(group, p, copy, dw, rows)
         return grads
 
     def _step_tensor(self, group: dict, p: torch.Tensor, dw: torch.Tensor, kernel, rows: slice = slice(None)) -> None:
@@ -162,35 +160,37 @@ class DeepMindRMSProp(torch.optim.Optimizer):
                 p.grad = self._step_copy(group, p, c, c.grad)
             _keep_one_gradient(pairs, group["wc"])
 
-    def _step_copy(self, group: dict, p: torch.Tensor, copy: torch.Tensor, dw: torch.Tensor):
-        """``step_from_bfloat16`` on one parameter and its copy from ``dw`` (bfloat16): by the C
-        kernel, or, once it has failed, in torch. Returns the float32 gradient used, with the
-        weight cost (None by the kernel without one)."""
+    def _step_copy(self, group: dict, p: torch.Tensor, copy: torch.Tensor, dw: torch.Tensor,
+                   rows: slice = slice(None)):
+        """``step_from_bfloat16`` on one parameter and its copy (``rows`` of them) from ``dw``
+        (bfloat16): by the C kernel, or, once it has failed, in torch. Returns the float32
+        gradient buffer used, with the weight cost (None by the kernel without one)."""
         global _no_kernel
         if not _no_kernel:
             try:
-                return self._fused_step(group, p, copy, dw)
+                return self._fused_step(group, p, copy, dw, rows)
             except RuntimeError as e:
                 _no_kernel = True
                 warnings.warn(f"the C RMSProp kernel is unavailable ({e}): bf16 updates run in torch, slower",
                               RuntimeWarning, stacklevel=3)
-        dw = dw.float()
-        self._step_tensor(group, p, dw, None)
-        copy.copy_(p)
-        return dw
+        grad = _scratch(self._grads, p)
+        grad[rows].copy_(dw[rows])
+        self._step_tensor(group, p, grad, None, rows)
+        copy[rows].copy_(p[rows])
+        return grad
 
-    def _fused_step(self, group: dict, p: torch.Tensor, copy: torch.Tensor, dw: torch.Tensor):
+    def _fused_step(self, group: dict, p: torch.Tensor, copy: torch.Tensor, dw: torch.Tensor, rows: slice):
         """``_step_copy`` by the C kernel; the float32 ``dw - wc w`` it wrote, or None."""
         kernel, wc, decay = kernels.library().rmsprop_from_bf16, group["wc"], group["decay"]
         state = self._buffers(p)
         grad = _scratch(self._grads, p) if wc else None
         dw = dw if dw.stride() == p.stride() else torch.empty_like(copy).copy_(dw)
-        tensors = [p, copy, state["g"], state["g2"], dw, grad]
+        tensors = [None if t is None else t[rows] for t in (p, copy, state["g"], state["g2"], dw, grad)]
         if (not _one_dense_layout(*(t for t in tensors if t is not None))
                 or p.dtype != torch.float32 or copy.dtype != torch.bfloat16 or dw.dtype != torch.bfloat16):
             raise RuntimeError("parameters and copies must be dense float32 and bfloat16 tensors of one layout")
         # keep = 1 - decay as step's alpha: rounded to float32 from the double, not 1 - float32(decay)
-        kernel(p.numel(), *(None if t is None else t.data_ptr() for t in tensors), group["lr"], decay,
+        kernel(tensors[0].numel(), *(None if t is None else t.data_ptr() for t in tensors), group["lr"], decay,
                1 - decay, group["eps"], wc)
         for t in (p, copy):  # changed in place, as torch's in-place operations record
             torch.autograd.graph.increment_version(t)

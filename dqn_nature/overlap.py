@@ -217,8 +217,7 @@ class OverlappedUpdates:
             job.grads[2] = _conv_grad(c3, job.g3, job.saved[2], weights=True)
             _wait(job, job.g2_ready)  # the worker has read conv3's weights: they may change now
             job.step(a, [(2, 0), (2, 1), (3, 1)])
-            if job.copy is None:  # float32: fc1's weights in halves, one on each thread
-                job.step(a, [(3, 0)], rows=slice(l1.out_features // 2, None))
+            job.step(a, [(3, 0)], rows=slice(l1.out_features // 2, None))  # fc1's weights in halves
         _wait(job, job.done)
         job.keep_gradients(a)
 
@@ -300,6 +299,5 @@ def _compute(job: _Job, closed: threading.Event) -> None:
     _await(job, job.acted, closed)
     _await(job, job.fc1_ready, closed)
     agent = _agent(job)
-    if job.copy is None:
-        job.step(agent, [(3, 0)], rows=slice(None, l1.out_features // 2))
-    job.step(agent, [(i, k) for i in (0, 1, 4) for k in (0, 1)] + ([(3, 0)] if job.copy else []))
+    job.step(agent, [(3, 0)], rows=slice(None, l1.out_features // 2))
+    job.step(agent, [(i, k) for i in (0, 1, 4) for k in (0, 1)])
