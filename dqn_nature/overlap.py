@@ -6,7 +6,8 @@ and its minibatch, which the prefetch buffer fixes in advance (15 updates in 16 
 paper's ``bufferSize`` 512 and minibatch 32). So a worker thread starts it as soon as the
 previous update ends, while the agent plays steps t + 1 to t + 4; the weights change only
 after the action of step t + 4 is chosen, as in the Lua. Inside the update the two threads
-split the work: the worker runs the online network's forward pass and the backward chain
+split the work (in fp32, or in bf16 on the networks' bfloat16 copies, as the serial update
+computes): the worker runs the online network's forward pass and the backward chain
 through the layers' inputs; the agent's thread computes the target network's Q-values (a
 minibatch ahead where it can) and the weight gradients of fc1 and conv3; each applies
 RMSProp to its share of the parameters.
