@@ -16,7 +16,8 @@ update_freq) and loop / floor is what the loop itself adds.
     python benchmarks/throughput.py --threads 1 --steps 2000 --precision fp32 --precision bf16 --vs-baseline
 
 With ``--vs-baseline`` each round times ``benchmarks/baseline.py`` and then each precision
-in this process, and prints the ratio to that round's baseline.
+in this process, and prints the ratio to that round's baseline. With ``--overlap-updates``
+each CPU precision is timed a second time with ``dqn-train``'s ``--overlap-updates``.
 """
 from __future__ import annotations
 
