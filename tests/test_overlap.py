@@ -86,6 +86,14 @@ def test_without_a_target_network_the_overlapped_updates_give_the_serial_ones(po
     assert_same_learning(*agents_after(pong_screens, {}, target_q=0))
 
 
+@pytest.mark.parametrize("update_freq, n_replay", [(1, 1), (2, 2)])
+def test_overlapped_updates_at_every_step_or_several_a_step_give_the_serial_ones(pong_screens, monkeypatch,
+                                                                                  update_freq, n_replay):
+    counts = counting(monkeypatch)
+    assert_same_learning(*agents_after(pong_screens, {}, update_freq=update_freq, n_replay=n_replay))
+    assert counts["ahead"] > 20
+
+
 @pytest.mark.parametrize("kernel", [True, False], ids=["C kernel", "torch"])
 def test_bf16_with_a_weight_cost_overlapped_gives_the_serial_updates(pong_screens, monkeypatch, kernel):
     monkeypatch.setattr(optim, "_no_kernel", not kernel)
