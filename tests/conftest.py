@@ -15,6 +15,24 @@ from dqn_nature import GameEnvironment, kernels
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def away_from_the_starting_folder(tmp_path_factory):
+    """Fixtures of module and session scope run in a folder of this session's, not in the one
+    pytest was started from: the suite neither reads nor writes that folder."""
+    start = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("session"))
+    yield
+    os.chdir(start)
+
+
+@pytest.fixture(autouse=True)
+def in_a_folder_of_its_own(tmp_path_factory, monkeypatch):
+    """Each test starts in an empty folder of its own (not ``tmp_path``, whose contents some
+    tests list), so that files a run writes by default (``DQN3_0_1_pong_FULL_Y.h5``...) meet
+    no earlier ones."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session")
 def pong_screens():
     """200 pooled Pong screens, float32 (210, 160, 3) in [0, 1], from random play (actrep 4, seed 1)."""

@@ -9,7 +9,7 @@ import torch
 
 from dqn_nature import NeuralQLearner, optim, overlap
 from dqn_nature.config import ConfigError, resolve
-from tests.test_golden import RUN, record, train
+from test_golden import RUN, record, train
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
 SMALL = dict(replay_memory=2000, bufferSize=64, minibatch_size=8, valid_size=32, learn_start=100, seed=1)
