@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
+
+import h5py
 
 from .history import HistoryError, load_history, load_network_params
 
+LABELS = {"model": "last network", "best_model": "best network"}  # a history's networks, in words
 
-def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
+
+def load_network(path: str, best: bool = False, only: Callable[[str], None] | None = None) -> tuple[dict, dict]:
     """The ``convnet_atari3`` ``state_dict`` stored in ``path`` (the Lua ``-network`` flag)
     and the options of the run that trained it.
 
@@ -14,6 +19,11 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
         path: a ``.h5`` history, a ``.params.h5`` vector (``--save-network-params``), a DQN
             3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
         best: take the best evaluated network (``best_model``) instead of the last one.
+        only: if given, a history that holds only the other network (a ``dqn-slim`` copy keeps
+            only ``best_model`` by default, a run before its first evaluation only ``model``)
+            gives that one, and ``only`` is first called with its name; without it, such a
+            history raises HistoryError. dqn-test passes it; dqn-train does not, since the run's
+            arguments record which network it started from (``best``).
 
     Returns:
         ``(state, arguments)``: float32 tensors under ``ConvNetAtari3``'s parameter names (the
@@ -23,8 +33,9 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): a blank path, another suffix,
-            a missing or unreadable file, a checkpoint, no such network or one that is not
-            ``convnet_atari3``, or ``torchfile`` not installed.
+            a missing or unreadable file, a checkpoint, no such network (with ``only``: a history
+            with no network at all) or one that is not ``convnet_atari3``, or ``torchfile`` not
+            installed.
     """
     if not path.strip():
         raise HistoryError(f"no network file given (the path {path!r} is blank)")
@@ -42,7 +53,14 @@ def load_network(path: str, best: bool = False) -> tuple[dict, dict]:
         return params_state(vector, path, hist_len=hist_len), {}
     if suffix == ".h5":
         history = load_history(path)
-        return history.load_network("best_model" if best else "model").state_dict(), history.arguments
+        which = "best_model" if best else "model"
+        if only is not None:
+            with h5py.File(path, "r") as f:
+                held = [name for name in LABELS if name in f]
+            if held and which not in held:
+                which, = held
+                only(which)
+        return history.load_network(which).state_dict(), history.arguments
     if suffix == ".ckpt":
         raise HistoryError(f"{path} is a checkpoint, for dqn-train --resume; its run's networks are in the history "
                            f"written beside it, {path[:-5]}.h5")

@@ -257,7 +257,8 @@ RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
          help="ale-py ROM id of the game (pong, breakout, ...)  [default: the network's run's]")
 @_option("game-path", help="folder of <game>.bin ROMs that takes precedence over ale-py's")
 @_option("network", required=True, help="trained network: a .h5 history, a .params.h5, a DQN 3.0 .t7 snapshot or .params.t7")
-@_option("best", is_flag=True, help="play the best evaluated network (best_model)")
+@_option("best", is_flag=True, help="play the best evaluated network (best_model); a history holding only one "
+         "network plays that one, --best or not")
 @_option("episodes", type=click.IntRange(1), default=1, show_default=True, help="games to play")
 @_option("testing-ep", type=click.FloatRange(0, 1), default=TESTING_EP, show_default=True, help="exploration rate")
 @_option("max-steps", type=click.IntRange(1), help="stop an episode after this many agent steps")
@@ -290,13 +291,14 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     import torch
 
     from . import train as training
-    from .networks import load_network, network_misfit
+    from .networks import LABELS, load_network, network_misfit
     from .neural_q_learner import NeuralQLearner
 
     if testing_ep != testing_ep:  # NaN passes click's FloatRange
         fail("--testing-ep must be in [0, 1], not nan")
     try:
-        state, stored = load_network(network, best)
+        state, stored = load_network(network, best, only=lambda which: click.echo(
+            f"dqn-test: note: {network} holds only its {LABELS[which]} ({which}): playing it", err=True))
     except HistoryError as e:
         fail(str(e))
     given = {k: v for k, v in dict(game=game, actrep=actrep, random_starts=random_starts).items() if v is not None}

@@ -18,9 +18,10 @@ from click.testing import CliRunner
 import t7writer
 from clicheck import assert_bad_input
 from dqn_nature.environment import GameEnvironment
-from dqn_nature.history import HISTORY_FIELDS, save_history, save_network_params
+from dqn_nature.history import HISTORY_FIELDS, HistoryError, save_history, save_network_params
 from dqn_nature.network import convnet_atari3
 from dqn_nature.networks import load_network
+from dqn_nature.slim import slim_command
 from dqn_nature.neural_q_learner import NeuralQLearner
 from dqn_nature.test_agent import draw_overlay, play, test_command as dqn_test_command
 
@@ -226,6 +227,47 @@ def test_sigint_keeps_what_was_played(tmp_path, networks):
     assert iio.improps(tmp_path / "play.gif").shape[0] == 4 * steps  # every frame of every step played
 
 
+def test_a_history_holding_one_network_plays_it(tmp_path, weights):
+    """A dqn-slim copy holding only best_model plays it without --best, one holding only model
+    plays it with --best, each saying so in one line; a copy without networks is refused."""
+    torch.manual_seed(1)
+    best = convnet_atari3(6).state_dict()
+    run = tmp_path / "run.h5"
+    history = {k: [0] for k in HISTORY_FIELDS}
+    history["time_history"] = [0.0, 1.0]
+    save_history(str(run), game="pong", steps=1, frames=4, history=history, model=weights, best_model=best,
+                 arguments={"hist_len": 4}, package_version="test")
+    for kept in ("best", "last", "none"):
+        result = CliRunner().invoke(slim_command, [str(run), str(tmp_path / f"{kept}.h5"), "--networks", kept])
+        assert result.exit_code == 0, result.output
+    played = {}
+    for args in (["--network", run], ["--network", run, "--best"], ["--network", tmp_path / "best.h5"],
+                 ["--network", tmp_path / "best.h5", "--best"], ["--network", tmp_path / "last.h5", "--best"]):
+        table = tmp_path / "steps.csv"
+        result = dqn_test(*BASE[:2], "--max-steps", 30, *args, "--csv-file", table)
+        assert result.exit_code == 0, result.output
+        with open(table, newline="") as fh:
+            played[tuple(map(str, args))] = [[float(x) for x in r[2:]] for r in list(csv.reader(fh))[1:]]
+        note = result.stderr.strip()
+        if args == ["--network", tmp_path / "best.h5"]:
+            assert note == f"dqn-test: note: {tmp_path / 'best.h5'} holds only its best network (best_model): playing it"
+        elif args[1] == tmp_path / "last.h5":
+            assert note == f"dqn-test: note: {tmp_path / 'last.h5'} holds only its last network (model): playing it"
+        else:
+            assert "holds only" not in note
+    plays = list(played.values())
+    # float16 copies: the same actions as the float32 networks they were made from, Q-values within 0.1%
+    assert plays[0] != plays[1]
+    for copy, original in ((plays[2], plays[1]), (plays[3], plays[1]), (plays[4], plays[0])):
+        assert [r[0] for r in copy] == [r[0] for r in original]
+        assert np.allclose(copy, original, rtol=1e-3, atol=1e-4)
+    with pytest.raises(HistoryError, match="no model stored"):  # without only=, as dqn-train loads it
+        load_network(str(tmp_path / "best.h5"))
+    for args, error in ((["--network", tmp_path / "none.h5"], "no model stored"),
+                        (["--network", tmp_path / "none.h5", "--best"], "no best_model stored")):
+        assert_bad_input(dqn_test("--game", "pong", *args), error)
+
+
 def test_bad_input(tmp_path, networks, weights, monkeypatch):
     h5, t7 = networks
     assert_bad_input(dqn_test("--game", "breakout", "--network", h5), "6 actions", "breakout has 4")
@@ -237,7 +279,6 @@ def test_bad_input(tmp_path, networks, weights, monkeypatch):
                      f"history written beside it, {tmp_path / 'run.h5'}")
     assert_bad_input(dqn_test("--game", "pong", "--network", tmp_path / "none.h5"), "no such file")
     assert_bad_input(dqn_test("--game", "pong", "--network", " "), "no network file given (the path ' ' is blank)")
-    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--best"), "no best_model")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--gif-file", tmp_path / "no" / "x.gif"),
                      "cannot write --gif-file", "no folder")
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--csv-file", tmp_path), "it is a folder")
