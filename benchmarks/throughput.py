@@ -67,8 +67,7 @@ def make_trainer(steps, learn_start, replay, epsilon, precision, threads, gpu, o
     total = learn_start + WARMUP + steps
     config = resolve(dict(game="pong", steps=total, eval_freq=total + 1, replay_memory=replay,
                           learn_start=learn_start, ep=epsilon, ep_end=epsilon, precision=precision,
-                          threads=threads, gpu=gpu, name="/tmp/throughput", verbose=0,
-                          overlap_updates=overlap))
+                          threads=threads, gpu=gpu, verbose=0, overlap_updates=overlap))
     return Trainer(config, gpu)
 
 
