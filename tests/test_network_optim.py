@@ -1,8 +1,10 @@
 """convnet_atari3 and DeepMindRMSProp."""
 import copy
+import ctypes
 import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -184,16 +186,35 @@ def test_float32_rmsprop_by_the_kernel_has_the_bits_of_torchs_passes(monkeypatch
             assert torch.equal(x, y)
 
 
+VML_SQRT = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+def one_ulp_above(vml_sqrt: int):
+    """A square root with the signature of MKL's ``vmsSqrt`` (at address ``vml_sqrt``) whose
+    every result is one ulp above that function's: roots that surely differ from torch's."""
+    mkl = VML_SQRT(vml_sqrt)
+
+    @VML_SQRT
+    def root(n, src, dst, mode):
+        mkl(n, src, dst, mode)
+        out = np.ctypeslib.as_array((ctypes.c_float * n).from_address(dst))
+        np.nextafter(out, np.float32(np.inf), out=out)
+
+    return root
+
+
 @pytest.mark.needs_c_compiler
 @pytest.mark.parametrize("change", ["no MKL square root", "another square root"])
 def test_float32_rmsprop_kernel_is_refused_unless_it_has_torchs_bits(monkeypatch, change):
-    # Without MKL's vmsSqrt, or with a square root of other roundings (VML's low-accuracy
-    # mode), the kernel is not used: its probe against the eager passes fails, and step()
-    # runs those passes.
+    # Without MKL's vmsSqrt, or with a square root whose bits differ from torch's, the kernel is
+    # not used: its probe against the eager passes fails, and step() runs those passes. The
+    # other root is MKL's one ulp up, not VML's low-accuracy mode: on some CPUs (AMD's, where
+    # MKL takes its generic code paths) that mode gives the high-accuracy mode's bits.
     if change == "no MKL square root":
         monkeypatch.setattr(kernels, "mkl_sqrt", lambda: None)
     else:
-        monkeypatch.setattr(kernels, "VML_MODE", 0x140101)  # VML_LA instead of VML_HA
+        root = one_ulp_above(kernels.mkl_sqrt())
+        monkeypatch.setattr(kernels, "mkl_sqrt", lambda: ctypes.cast(root, ctypes.c_void_p).value)
     optim._exact_kernel.cache_clear()
     try:
         assert optim._exact_kernel() is None
