@@ -5,6 +5,9 @@ starts with ``newGame()`` (which plays out the running game at random), the next
 with ``nextRandomGame()``; actions come from ``perceive(..., testing=True, testing_ep)``;
 losing a life does not end the episode. The screens can be written as a GIF or a video
 (every emulator frame, or one per agent step) and the steps as a CSV.
+
+``--protocol nature`` (``evaluate`` from Python) plays the Nature paper's evaluation instead
+and summarises it against the paper's, random and human scores (``scores``).
 """
 from __future__ import annotations
 
@@ -21,12 +24,14 @@ from typing import Iterator
 
 import click
 import numpy as np
+from click.core import ParameterSource
 
 from .console import LuaCommand, StopRequest, fail, os_reason, run_command
 from .config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
 from .environment import GameEnvironment, GameError
 from .files import atomic_path, standard_stream, unwritable, written_in_place
 from .history import HistoryError
+from .scores import human_normalised, reference
 
 FPS = 60  # emulator frames per second of an NTSC Atari
 VIDEO_CONTAINERS = {".mp4": "mp4", ".mkv": "matroska", ".mov": "mov"}
@@ -62,24 +67,41 @@ class Step:
 
 
 def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TESTING_EP,
-         max_steps: int | None = None, with_q: bool = False) -> Iterator[Step]:
+         max_steps: int | None = None, with_q: bool = False, max_frames: int | None = None,
+         random_first: bool = False) -> Iterator[Step]:
     """Play ``episodes`` games and yield every agent step (the loop of ``test_agent.lua``).
 
     Args:
-        env: the game; its ``frame_hook`` is used during agent steps.
+        env: the game. Its ``frame_hook``, if set, is called with every emulator frame (the
+            agent's steps', and those of the games' starts); it is restored at each step's end.
         agent: a ``NeuralQLearner`` holding the trained network (it is not trained).
         testing_ep: exploration rate. max_steps: cut an episode after this many agent steps.
         with_q: compute each step's Q-values (one more forward pass per step).
+        max_frames: cut an episode after as many agent steps as fit in this many emulator
+            frames (exactly this many frames when actrep divides it), counted from its first
+            agent step: the no-op frames of its start are not counted.
+        random_first: start the first episode with ``next_random_game()`` as the later ones,
+            instead of ``new_game()`` (``test_agent.lua``).
+
+    Raises:
+        ValueError: ``max_frames`` below ``env.actrep`` (not one agent step), on the first
+            ``next()``.
     """
     import torch
 
+    limit = max_steps
+    if max_frames is not None:
+        if max_frames < env.actrep:
+            raise ValueError(f"a cap of {max_frames} frames is less than one agent step ({env.actrep} frames)")
+        limit = min(limit or max_frames, max_frames // env.actrep)
     actions = env.get_actions()
-    screen, reward, terminal = env.new_game()
+    outer = env.frame_hook
+    screen, reward, terminal = env.next_random_game() if random_first else env.new_game()
     for episode in range(episodes):
         if episode:
             screen, reward, terminal = env.next_random_game()
         score, step, frames = 0.0, 0, 0
-        while not terminal and (max_steps is None or step < max_steps):
+        while not terminal and (limit is None or step < limit):
             action = agent.perceive(reward, screen, terminal, testing=True, testing_ep=testing_ep)
             q = None
             if with_q:
@@ -87,16 +109,154 @@ def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TES
                     state = torch.from_numpy(agent.transitions.get_recent()).to(agent.device)
                     q = agent.network(state[None]).float().cpu().numpy()[0]
             captured = []
-            env.frame_hook = lambda frame: captured.append(frame.copy())
+
+            def capture(frame, captured=captured):
+                captured.append(frame.copy())
+                if outer is not None:
+                    outer(frame)
+
+            env.frame_hook = capture
             try:
                 screen, reward, terminal = env.step(actions[action])
             finally:
-                env.frame_hook = None
+                env.frame_hook = outer
             score += reward
             frames += len(captured)
             step += 1
-            end = Episode(score, step, frames, terminal) if terminal or step == max_steps else None
+            end = Episode(score, step, frames, terminal) if terminal or step == limit else None
             yield Step(episode, step - 1, action, reward, score, captured, q, end)
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """How networks are evaluated: ``episodes`` games at exploration rate ``testing_ep``, each
+    one, the first too, started by ``nextRandomGame`` (1..``random_starts`` no-op frames) and
+    cut after ``max_frames`` emulator frames or ``max_steps`` agent steps (as ``play``'s
+    arguments of those names; None: no cap) if it has not ended. No Lua counterpart: DQN 3.0's
+    evaluations play a fixed number of agent steps.
+    """
+
+    name: str
+    episodes: int
+    testing_ep: float
+    random_starts: int
+    max_frames: int | None = None
+    max_steps: int | None = None
+
+    def cap(self) -> str | None:
+        """The cap in words ("18000 frames", "500 agent steps"); None without one."""
+        if self.max_frames is not None:
+            return f"{self.max_frames} frames"
+        return None if self.max_steps is None else f"{self.max_steps} agent steps"
+
+    def describe(self, actrep: int) -> str:
+        """One line: the protocol played with ``actrep`` frames per agent step."""
+        cap = self.cap()
+        if cap and self.max_frames is not None:
+            cap += f" ({self.max_frames // actrep} agent steps)"
+        starts = "1 no-op frame" if self.random_starts <= 1 else f"1..{self.random_starts} no-op frames"
+        return (f"{self.episodes} episode(s){' of at most ' + cap if cap else ''}, each after {starts}, "
+                f"epsilon {self.testing_ep:g}")
+
+    def play(self, env: GameEnvironment, agent, with_q: bool = False) -> Iterator[Step]:
+        """``play`` the protocol's episodes with ``agent`` on ``env``.
+
+        Raises:
+            ValueError: ``env`` plays other no-op starts than ``random_starts`` (make it with
+                ``random_starts=protocol.random_starts``), or a frame cap below one agent step.
+        """
+        if env.random_starts != self.random_starts:
+            raise ValueError(f"the game plays 1..{env.random_starts} no-op frames at a start, protocol {self.name} "
+                             f"1..{self.random_starts}: make it with random_starts={self.random_starts}")
+        return play(env, agent, self.episodes, self.testing_ep, self.max_steps, with_q, self.max_frames,
+                    random_first=True)
+
+
+NATURE = Protocol("nature", episodes=30, testing_ep=0.05, random_starts=30, max_frames=18_000)
+"""The evaluation of the Nature paper's table (Mnih et al. 2015, Methods): 30 episodes of at
+most 5 minutes (18,000 emulator frames at 60 fps: 4,500 agent steps at actrep 4), each after up
+to 30 no-op actions, at epsilon 0.05. The no-ops are DQN 3.0's ``nextRandomGame``: 1..30 no-op
+emulator frames, before the 18,000 frames of the agent's steps; DQN Zoo counts them in agent
+steps instead (1..30 steps, up to 120 frames)."""
+PROTOCOLS = {"nature": NATURE}
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """The ``episodes`` of a ``protocol`` played on ``game`` (ale-py ROM id), and their summary.
+    No Lua counterpart."""
+
+    game: str
+    protocol: Protocol
+    episodes: list[Episode]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """Each episode's score, float64 (episodes,), in game points."""
+        return np.array([e.score for e in self.episodes], np.float64)
+
+    @property
+    def cut(self) -> int:
+        """How many episodes the cap ended."""
+        return sum(not e.finished for e in self.episodes)
+
+    def summary(self) -> str:
+        """Three lines: episodes, mean, standard deviation (population), min/max and how many
+        were cut; the human-normalised mean, ``100 (mean - random) / (human - random)`` in
+        percent; the Nature paper's DQN score. Raises ValueError without episodes."""
+        if not self.episodes:
+            raise ValueError("no episode was played")
+        scores, ref = self.scores, reference(self.game)
+        cap = f"; {self.cut} of {len(scores)} cut at {self.protocol.cap()}" if self.protocol.cap() else ""
+        lines = [f"Protocol {self.protocol.name}, {self.game}: {len(scores)} episode(s), mean score {scores.mean():g}, "
+                 f"std {scores.std():g}, min {scores.min():g}, max {scores.max():g}{cap}"]
+        normalised = human_normalised(scores.mean(), self.game)
+        lines.append(f"Human-normalised score: {normalised:.1f}% (random {ref.random:g}, human {ref.human:g})"
+                     if normalised is not None else f"Human-normalised score: no random and human scores for {self.game}")
+        if ref.nature_mean is None:
+            lines.append(f"Nature DQN score: none known for {self.game}")
+        else:
+            std = f" (std {ref.nature_std:g})" if ref.nature_std is not None else ""
+            lines.append(f"Nature DQN score: {ref.nature_mean:g}{std}")
+        return "\n".join(lines)
+
+
+def agent_for(state: dict, actions: list[int], gpu: int = -1, seed: int = 1):
+    """A ``NeuralQLearner`` that plays the ``convnet_atari3`` network ``state`` (as
+    ``networks.load_network`` returns it) with ALE action ids ``actions``, on CUDA device
+    ``gpu`` (-1: the CPU): its replay memory holds just the recent frames it acts on.
+    No Lua counterpart (``test_agent.lua`` loaded the whole saved agent)."""
+    from .neural_q_learner import NeuralQLearner
+
+    hist_len = state["conv1.weight"].shape[1]
+    agent = NeuralQLearner(actions, gpu=gpu, seed=seed, hist_len=hist_len, replay_memory=hist_len + 32,
+                           bufferSize=32)
+    agent.network.load_state_dict(state)
+    return agent
+
+
+def evaluate(env: GameEnvironment, agent, protocol: Protocol = NATURE) -> Evaluation:
+    """Play ``protocol`` (the Nature paper's by default) and return its episodes and summary.
+
+    Example::
+
+        state, run = load_network("pong.h5", best=True)
+        env = GameEnvironment("pong", random_starts=NATURE.random_starts, seed=1)
+        result = evaluate(env, agent_for(state, env.get_actions()))
+        print(result.scores)  # float64 (30,), one score per episode
+        print(result.summary())
+
+    Args:
+        env: the game, made with ``random_starts=protocol.random_starts`` (and the actrep and
+            frame pooling the network was trained with); its ``frame_hook`` sees every frame.
+        agent: a ``NeuralQLearner`` holding the network (``agent_for`` makes one).
+        protocol: ``NATURE``, or another (``dataclasses.replace(NATURE, max_frames=...)``).
+
+    Raises:
+        ValueError: as ``Protocol.play``.
+    """
+    steps = protocol.play(env, agent)
+    return Evaluation(env.game, protocol, [s.episode_end for s in steps if s.episode_end])
 
 
 def draw_overlay(frame: np.ndarray, text: str) -> np.ndarray:
@@ -273,11 +433,18 @@ RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 @_option("overlay", is_flag=True, help="GIF/video: draw the score and the chosen action in a corner")
 @_option("csv-file", help="write one row per agent step: episode, step, action, reward, Q-values (an existing "
          "file is replaced only if it is a .csv)")
+@_option("protocol", type=click.Choice(sorted(PROTOCOLS)),
+         help="play a paper's evaluation and summarise it: nature = 30 episodes of at most 18000 frames (5 "
+         "minutes) each, every one (the first too) after 1..30 no-op frames as DQN 3.0's nextRandomGame (DQN "
+         "Zoo counts its no-ops in agent steps instead), epsilon 0.05; prints the mean, std, min/max, the "
+         "human-normalised score and the paper's. --episodes, --testing-ep, --random-starts and --max-steps "
+         "(which replaces the frame cap) given with it override its values, and the protocol played is printed")
 @_option("seed", type=click.IntRange(0, SEED_LIMIT - 1), default=_DEFAULTS.seed, show_default=True, help="random seed")
 @_option("gpu", type=click.IntRange(-1), default=-1, show_default=True, help="CUDA device; -1: the CPU")
 @_option("threads", type=click.IntRange(1), default=1, show_default=True, help="torch CPU threads")
-def test_command(game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts,
-                 pool_frms, gif_file, video, frame_skip, overlay, csv_file, seed, gpu, threads):
+@click.pass_context
+def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_steps, actrep, random_starts,
+                 pool_frms, gif_file, video, frame_skip, overlay, csv_file, protocol, seed, gpu, threads):
     """Watch a trained network play GAME: print each episode's score and length, optionally
     write a GIF, a video and a CSV of the steps.
 
@@ -287,15 +454,25 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
     centiseconds, so a GIF of every frame plays at 50 fps (5/6 of the game's 60); a video
     plays at exactly 60 fps (60/actrep with --frame-skip). Ctrl-C stops after the current
     step and still writes the files (exit status 130).
+
+    --protocol nature plays the Nature paper's evaluation instead and ends with its summary.
     """
     import torch
 
     from . import train as training
     from .networks import LABELS, load_network, network_misfit
-    from .neural_q_learner import NeuralQLearner
 
     if testing_ep != testing_ep:  # NaN passes click's FloatRange
         fail("--testing-ep must be in [0, 1], not nan")
+    if protocol:
+        overridden = [name for name in ("episodes", "testing_ep", "random_starts", "max_steps")
+                      if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+        protocol = PROTOCOLS[protocol]
+        overrides = {name: ctx.params[name] for name in overridden}
+        if "max_steps" in overrides:
+            overrides["max_frames"] = None
+        protocol = dataclasses.replace(protocol, **overrides)
+        random_starts = protocol.random_starts
     try:
         state, stored = load_network(network, best, only=lambda which: click.echo(
             f"dqn-test: note: {network} holds only its {LABELS[which]} ({which}): playing it", err=True))
@@ -355,13 +532,16 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
         click.echo(f"dqn-test: note: {', '.join(taken)} from the network's run", err=True)
     if stored.get("game") not in (None, options.game):
         click.echo(f"dqn-test: note: the network was trained on {stored['game']}", err=True)
+    if protocol and protocol.max_frames is not None and protocol.max_frames < options.actrep:
+        fail(f"--actrep {options.actrep}: one agent step is longer than protocol {protocol.name}'s cap of "
+             f"{protocol.max_frames} frames")
+    if protocol:
+        changed = f", changed by {', '.join('--' + n.replace('_', '-') for n in overridden)}" if overridden else ""
+        click.echo(f"dqn-test: protocol {protocol.name}{changed}: {protocol.describe(options.actrep)}", err=True)
     device = training.resolve_device(gpu, lambda m: click.echo(m, err=True))
     training.set_threads(threads)
     torch.manual_seed(seed)
-    hist_len = state["conv1.weight"].shape[1]
-    agent = NeuralQLearner(actions, gpu=device, seed=seed, hist_len=hist_len, replay_memory=hist_len + 32,
-                           bufferSize=32)
-    agent.network.load_state_dict(state)
+    agent = agent_for(state, actions, device, seed)
     names = [_action_name(a) for a in actions]
     per_image = options.actrep if frame_skip else 1  # emulator frames shown by one image
     results, stop = [], StopRequest()
@@ -372,7 +552,10 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
                                             names)
             except OSError as e:
                 fail(f"cannot open the output files: {os_reason(e)}")
-            for s in play(env, agent, episodes, testing_ep, max_steps, with_q=rows is not None):
+            with_q = rows is not None
+            steps = (protocol.play(env, agent, with_q) if protocol
+                     else play(env, agent, episodes, testing_ep, max_steps, with_q))
+            for s in steps:
                 if rows is not None:
                     rows.writerow([s.episode, s.step, s.action, s.reward, *s.q.tolist()])
                 for frame in (s.frames[-1:] if frame_skip else s.frames):
@@ -383,13 +566,16 @@ def test_command(game, game_path, network, best, episodes, testing_ep, max_steps
                 if s.episode_end:
                     e = s.episode_end
                     results.append(e)
+                    cut = f"cut at {protocol.cap()}" if protocol else f"stopped at --max-steps {max_steps}"
                     click.echo(f"Episode {s.episode}: score {e.score:g}, {e.steps} steps, {e.frames} frames"
-                               + ("" if e.finished else f" (stopped at --max-steps {max_steps})"))
+                               + ("" if e.finished else f" ({cut})"))
                 if stop.signum is not None:
                     break
     except OSError as e:
         fail(f"cannot write the output files: {os_reason(e)}", code=1)
-    if results:
+    if results and protocol:
+        click.echo(Evaluation(options.game, protocol, results).summary())
+    elif results:
         scores = np.array([e.score for e in results])
         click.echo(f"Mean score {scores.mean():g}, std {scores.std():g} over {len(scores)} episode(s)")
     for path in (gif_file, video, csv_file):

@@ -1,6 +1,7 @@
 """``dqn-test`` on the real emulator: short Pong games from an ``.h5`` history and a DQN 3.0
 ``.t7`` snapshot, the GIF (every emulator frame, exactly), the CSV, and bad input."""
 import csv
+import dataclasses
 import os
 import re
 import resource
@@ -23,7 +24,7 @@ from dqn_nature.network import convnet_atari3
 from dqn_nature.networks import load_network
 from dqn_nature.slim import slim_command
 from dqn_nature.neural_q_learner import NeuralQLearner
-from dqn_nature.test_agent import draw_overlay, play, test_command as dqn_test_command
+from dqn_nature.test_agent import NATURE, draw_overlay, evaluate, play, test_command as dqn_test_command, agent_for
 
 STEPS = 300
 BASE = ["--game", "pong", "--max-steps", STEPS, "--seed", 3, "--threads", 1]
@@ -403,3 +404,75 @@ def test_mean_and_std_over_the_episodes(networks):
     scores = np.array([float(m[1]) for m in EPISODE_LINE.findall(result.output)])
     assert len(scores) == 3 and len(set(scores)) > 1 and np.mean(scores) != np.median(scores)
     assert f"Mean score {scores.mean():g}, std {scores.std():g} over 3 episode(s)" in result.output
+
+
+def test_the_nature_protocol_starts_after_1_to_30_no_op_frames_and_cuts_at_the_cap(weights, single_threaded):
+    """Every episode, the first too, starts after 1..30 no-op frames (as the emulator counts its
+    episode's frames before the agent's first action, seen through the game's frame_hook); an
+    untrained network's Pong episodes outlast the cap, and each stops at exactly the cap's frames."""
+    protocol = dataclasses.replace(NATURE, episodes=4, max_frames=120)
+    env = GameEnvironment("pong", random_starts=protocol.random_starts, seed=5)
+    numbers = []  # the emulator's frame number in its episode, of each frame: 0 after a reset
+    env.frame_hook = lambda frame: numbers.append(env.ale.getEpisodeFrameNumber())
+    starts, played, ends = [], [], []
+    for s in protocol.play(env, agent_for(weights, env.get_actions(), seed=5)):
+        first, last = numbers[-len(s.frames)], numbers[-1]  # the frames of this agent step
+        if s.step == 0:
+            starts.append(first - 1)
+            assert numbers[-len(s.frames) - first] == 0  # the reset that started the game
+        if s.episode_end:
+            played.append(last - starts[-1])
+            ends.append(s.episode_end)
+    assert len(ends) == 4 and all(1 <= k <= 30 for k in starts) and len(set(starts)) > 2, starts
+    assert played == [120] * 4
+    assert [(e.steps, e.frames, e.finished) for e in ends] == [(30, 120, False)] * 4
+    assert env.frame_hook is not None  # a caller's hook is kept
+
+    # evaluate() plays the same; a cap that actrep does not divide stops after the steps that fit in it
+    env = GameEnvironment("pong", random_starts=protocol.random_starts, seed=5)
+    result = evaluate(env, agent_for(weights, env.get_actions(), seed=5), protocol)
+    assert result.episodes == ends and result.cut == 4
+    assert np.array_equal(result.scores, [e.score for e in ends])
+    assert "4 of 4 cut at 120 frames" in result.summary().splitlines()[0]
+    env = GameEnvironment("pong", random_starts=protocol.random_starts, seed=5)
+    result = evaluate(env, agent_for(weights, env.get_actions()), dataclasses.replace(protocol, episodes=1,
+                                                                                         max_frames=123))
+    assert [(e.steps, e.frames) for e in result.episodes] == [(30, 120)]
+    with pytest.raises(ValueError, match="make it with random_starts=30"):
+        evaluate(GameEnvironment("pong", random_starts=5), agent_for(weights, [0, 1, 3, 4, 11, 12]))
+
+
+def test_protocol_nature_on_the_command_line(tmp_path, weights):
+    """--protocol nature plays 30 episodes of at most 18000 frames after 1..30 no-op frames at
+    epsilon 0.05, whatever the network's run stored; options given with it override those and
+    the protocol played is printed; the summary compares the mean with the reference scores."""
+    assert (NATURE.episodes, NATURE.max_frames, NATURE.testing_ep, NATURE.random_starts) == (30, 18000, 0.05, 30)
+    h5 = tmp_path / "run.h5"
+    write_history(h5, weights, {"hist_len": 4, "game": "pong", "random_starts": 5})
+    proc = subprocess.Popen([shutil.which("dqn-test"), "--network", str(h5), "--protocol", "nature"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)  # the protocol is printed before the first episode
+    proc.communicate(timeout=120)
+    assert line == ("dqn-test: protocol nature: 30 episode(s) of at most 18000 frames (4500 agent steps), each "
+                    "after 1..30 no-op frames, epsilon 0.05\n")
+    assert proc.returncode == 130
+
+    result = dqn_test("--network", h5, "--protocol", "nature", "--episodes", 3, "--max-steps", 40,
+                      "-random_starts", 7, "--testing-ep", 1)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ("dqn-test: protocol nature, changed by --episodes, --testing-ep, --random-starts, "
+                             "--max-steps: 3 episode(s) of at most 40 agent steps, each after 1..7 no-op frames, "
+                             "epsilon 1\n")
+    episodes = EPISODE_LINE.findall(result.output)
+    assert [(e[0], e[2], e[3]) for e in episodes] == [(str(i), "40", "160") for i in range(3)]
+    assert result.output.count("(cut at 40 agent steps)") == 3
+    scores = np.array([float(e[1]) for e in episodes])
+    summary = result.output.splitlines()[-3:]
+    assert summary == [
+        f"Protocol nature, pong: 3 episode(s), mean score {scores.mean():g}, std {scores.std():g}, "
+        f"min {scores.min():g}, max {scores.max():g}; 3 of 3 cut at 40 agent steps",
+        f"Human-normalised score: {100 * (scores.mean() + 20.7) / (14.6 + 20.7):.1f}% (random -20.7, human 14.6)",
+        "Nature DQN score: 18.9 (std 1.3)"]
+    assert_bad_input(dqn_test("--network", h5, "--protocol", "nature", "--actrep", 20000), "--actrep 20000",
+                     "longer than protocol nature's cap of 18000 frames")
