@@ -351,12 +351,24 @@ def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
         return set()
 
 
+def reach_hint() -> str:
+    """How to reach a cluster that refused this process, most often for want of its token:
+    Ray 2.59 and later turn token authentication on for a cluster whose head node holds a token
+    (``~/.ray/auth_token``, made by any earlier local ``ray.init``), and a client sends its token
+    for an explicit address only with ``RAY_AUTH_MODE=token`` (``auto`` finds the local token)."""
+    token = "its token, which `ray get-auth-token` prints on its head node, in RAY_AUTH_TOKEN or ~/.ray/auth_token"
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return f"a cluster with token authentication needs {token}"
+    return f"on a node of the cluster use --address auto; elsewhere set RAY_AUTH_MODE=token and put {token}"
+
+
 def start_ray(address: str | None):
     """``ray.init`` on a local embedded instance (all CPUs of this machine) or at ``address``.
 
     Raises ``ConnectionError`` at once when ``address`` names a host and port (``host:port``
     or ``ray://host:port``) that does not accept a connection within ``CONNECT_SECONDS``:
-    Ray itself would retry for minutes, printing warnings.
+    Ray itself would retry for minutes, printing warnings. Raises ``ConnectionError`` with
+    ``reach_hint()`` when Ray cannot connect to an address other than ``auto``.
     """
     import logging
 
@@ -371,7 +383,12 @@ def start_ray(address: str | None):
 
     options = dict(log_to_driver=False, logging_level=logging.WARNING)
     if address:
-        ray.init(address=address, **options)
+        try:
+            ray.init(address=address, **options)
+        except Exception as e:  # ConnectionError, RuntimeError, AuthenticationError: each version differs
+            if address == "auto":
+                raise
+            raise ConnectionError(f"{e}; {reach_hint()}") from e
     else:
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **options)
     return ray
@@ -407,7 +424,9 @@ class SweepCommand(click.Command):
               help="sweep folder: DIR/<game>/seed<k>/ per run, DIR/sweep.json")
 @click.option("--args", "-args", "preset", metavar="PRESET", help="dqn-train preset for every run")
 @click.option("--name", "-name", metavar="NAME", help="file base name in each run folder [DQN3_0_1_<game>_FULL_Y]")
-@click.option("--address", metavar="ADDRESS", help="Ray cluster: auto, host:port or ray://host:10001 "
+@click.option("--address", metavar="ADDRESS", help="Ray cluster: auto (the one this machine is a node of), host:port "
+              "or ray://host:10001; with token authentication (Ray 2.59 and later) host:port also needs "
+              "RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN or ~/.ray/auth_token "
               "[default: a Ray instance started here]")
 @click.option("--cpus-per-run", type=FiniteFloatRange(min=0, min_open=True), default=1, show_default=True,
               help="CPUs Ray reserves per run (also dqn-train --threads unless given)")

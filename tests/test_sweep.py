@@ -3,10 +3,12 @@ command itself (marked ``ray``; about 60 s on 2 cores)."""
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import click
@@ -281,6 +283,60 @@ def test_resources_the_cluster_lacks_are_refused(tmp_path):
     result = dqn_sweep("--games", "pong", "--out", str(tmp_path), "--cpus-per-run", "64")
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"--cpus-per-run 64: the Ray cluster has {os.cpu_count()} CPUs" in result.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_cluster_with_token_authentication_is_reached_as_the_error_says(tmp_path):
+    """``ray start --head`` with a token (Ray 2.59 and later make one with any local ray.init)
+    refuses a client that does not send it, after about 20 s of retries: the error says in one
+    line how to reach the cluster, and with RAY_AUTH_MODE=token and the token the sweep does
+    (its refusal of --cpus-per-run 2 comes from the cluster's own resources)."""
+    pytest.importorskip("ray")
+    token, port = "0123456789abcdef" * 4, free_port()
+    home = tempfile.mkdtemp(prefix="ray-")  # short: Ray's socket paths under it must stay within 107 bytes
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": home}
+    head = subprocess.Popen(["ray", "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
+                             "--include-dashboard=false", f"--ray-client-server-port={free_port()}",
+                             f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={home}/ray"],
+                            env=env | {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in head.stdout:
+            if "Ray runtime started" in line:
+                break
+        assert head.poll() is None, "ray start failed"
+        address = f"127.0.0.1:{port}"
+
+        def sweep_with(**auth):
+            return subprocess.run(["dqn-sweep", "--games", "pong", "--out", str(tmp_path / "s"), "--address", address,
+                                   "--cpus-per-run", "2", *TINY], env=env | auth, capture_output=True, text=True,
+                                  timeout=240)
+
+        refused = sweep_with()
+        assert refused.returncode == 2
+        assert re.fullmatch(
+            rf"dqn-sweep: error: cannot start or reach Ray at {address}: .+; on a node of the cluster use --address "
+            r"auto; elsewhere set RAY_AUTH_MODE=token and put its token, which `ray get-auth-token` prints on its "
+            r"head node, in RAY_AUTH_TOKEN or ~/.ray/auth_token", refused.stderr.splitlines()[-1])
+        no_token = sweep_with(RAY_AUTH_MODE="token")
+        assert no_token.returncode == 2
+        assert no_token.stderr.splitlines()[-1].endswith(
+            "; a cluster with token authentication needs its token, which `ray get-auth-token` prints on its head "
+            "node, in RAY_AUTH_TOKEN or ~/.ray/auth_token")
+        reached = sweep_with(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+        assert reached.returncode == 2
+        assert reached.stderr.splitlines()[-1] == "dqn-sweep: error: --cpus-per-run 2: the Ray cluster has 1 CPUs"
+    finally:
+        head.terminate()  # --block: ray start stops the cluster's processes
+        head.communicate(timeout=120)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.ray
