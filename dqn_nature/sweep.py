@@ -424,9 +424,7 @@ class SweepCommand(click.Command):
               help="sweep folder: DIR/<game>/seed<k>/ per run, DIR/sweep.json")
 @click.option("--args", "-args", "preset", metavar="PRESET", help="dqn-train preset for every run")
 @click.option("--name", "-name", metavar="NAME", help="file base name in each run folder [DQN3_0_1_<game>_FULL_Y]")
-@click.option("--address", metavar="ADDRESS", help="Ray cluster: auto (the one this machine is a node of), host:port "
-              "or ray://host:10001; with token authentication (Ray 2.59 and later) host:port also needs "
-              "RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN or ~/.ray/auth_token "
+@click.option("--address", metavar="ADDRESS", help="Ray cluster: auto, host:port or ray://host:10001 "
               "[default: a Ray instance started here]")
 @click.option("--cpus-per-run", type=FiniteFloatRange(min=0, min_open=True), default=1, show_default=True,
               help="CPUs Ray reserves per run (also dqn-train --threads unless given)")
