@@ -33,9 +33,11 @@ make_options = _load_generator()
 
 def split_markdown(text: str) -> tuple[list[tuple[str, int, list[str]]], list[str]]:
     """Fenced code blocks as (language, first line number, lines), and the text's lines with
-    the blocks blanked (so line numbers stay). Fences may be indented (inside list items)."""
+    the blocks blanked (so line numbers stay). Fences may be indented (inside list items) or
+    quoted (``> ```sh``)."""
     blocks, prose, block = [], [], None
     for number, line in enumerate(text.splitlines(), 1):
+        line = re.sub(r"^\s*(>\s?)+", "", line)  # inside a block quote
         stripped = line.strip()
         if block is None and re.match(r"(```|~~~)", stripped):
             fence = stripped[:3]
@@ -218,12 +220,16 @@ def test_command_lines_are_found_as_a_reader_types_them():
         "```python",
         "subprocess.run(['dqn-train', '--x'])",
         "```",
+        "> ```sh",
+        "> dqn-slim a.h5 b.h5",
+        "> ```",
     ])
     found = [(number, " ".join(argv), fragment) for number, argv, fragment in command_lines(text)]
     assert found == [
         (3, "dqn-train --game pong --steps 3000", False),
         (6, "dqn-sweep --games pong --out s", False),
         (6, "dqn-report s", False),
+        (15, "dqn-slim a.h5 b.h5", False),
         (1, "dqn-test --network run.h5 --best", True),
         (1, "dqn-train --network", True),
     ]
