@@ -11,7 +11,6 @@ import importlib.util
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -151,15 +150,44 @@ def check_resources(config) -> None:
 
 class Progress:
     """A tqdm bar on a terminal, else a line every ``prog_freq`` steps; ``agent:report()``
-    norms at verbose >= 2 (``train_agent.lua``'s progress prints)."""
+    norms at verbose >= 2 (``train_agent.lua``'s progress prints). No Lua counterpart for the
+    rate and the time left (ETA).
+
+    Rates are agent steps per second of training time (``Trainer.train_time``: evaluations
+    excluded), over the current phase: random play before learning starts, the learning phase
+    after. The ETA is the learning phase's: unknown ("?") until learning starts (random play
+    runs many times faster), unless the run ends before; then the remaining steps at the
+    learning phase's rate, plus the remaining evaluations at the last one's duration (none
+    counted before the first has run).
+    """
 
     def __init__(self, trainer):
-        self.trainer, c = trainer, trainer.config
-        self.bar = tqdm(total=c.steps, initial=trainer.step, unit="step", dynamic_ncols=True,
-                        disable=not sys.stderr.isatty() or c.verbose < 1, smoothing=0.05)
+        self.trainer, c, agent = trainer, trainer.config, trainer.agent
         rewards = trainer.history["reward_history"]  # a resumed run has some
         self.last_reward = f"{rewards[-1]:.2f}" if rewards else None
-        self.start, self.first_step = time.perf_counter(), trainer.step
+        self.learning_after = agent.learn_start + agent.replay_restart  # the agent step after which it learns
+        self.learning = agent.num_steps > self.learning_after
+        self.origin = trainer.step, trainer.train_time  # where the current phase's rate is measured from
+        self.eval_time = None  # seconds, the last evaluation's eval_steps steps
+        self.bar = _Bar(self.time_left, total=c.steps, initial=trainer.step, unit="step", dynamic_ncols=True,
+                        disable=not sys.stderr.isatty() or c.verbose < 1, smoothing=0.05,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, ETA {time_left}, "
+                                   "{rate_fmt}{postfix}]")
+
+    def rate(self) -> float | None:
+        """Steps per second of training time in the current phase, None before one step of it."""
+        step, train_time = self.origin
+        elapsed = self.trainer.train_time - train_time
+        return (self.trainer.step - step) / elapsed if self.trainer.step > step and elapsed > 0 else None
+
+    def time_left(self) -> str:
+        """The ETA as ``tqdm.format_interval`` writes it ("1:02:03"), or "?"."""
+        t, c = self.trainer, self.trainer.config
+        rate = self.rate()
+        if rate is None or not (self.learning or c.steps <= self.learning_after + 1):
+            return "?"
+        evaluations = max(0, c.steps // c.eval_freq - max(t.step, t.agent.learn_start) // c.eval_freq)
+        return tqdm.format_interval((c.steps - t.step) / rate + evaluations * (self.eval_time or 0))
 
     def write(self, text: str) -> None:
         """Print a line (above the bar on a terminal) at verbose >= 1."""
@@ -171,14 +199,18 @@ class Progress:
         line and, at verbose >= 2, ``agent.report()``; then an evaluation's summary (the order
         of ``train_agent.lua``)."""
         t, c = self.trainer, self.trainer.config
+        if not self.learning and t.agent.num_steps > self.learning_after:
+            self.learning, self.origin = True, (event.step, t.train_time)
+        if event.evaluation is not None:
+            self.eval_time = event.evaluation.eval_time
         self.bar.update(1)
         if event.step % c.prog_freq == 0:
             self.bar.set_postfix(frames=event.step * c.actrep, epsilon=f"{t.agent.train_epsilon():.3f}",
                                  reward=self.last_reward, refresh=False)
             if self.bar.disable:
-                rate = (event.step - self.first_step) / max(time.perf_counter() - self.start, 1e-9)
-                eta = tqdm.format_interval((c.steps - event.step) / rate) if rate else "?"
-                self.write(f"Steps: {event.step} (frames: {event.step * c.actrep}), {rate:.1f} steps/s, ETA {eta}, "
+                rate = self.rate()
+                self.write(f"Steps: {event.step} (frames: {event.step * c.actrep}), "
+                           f"{'?' if rate is None else f'{rate:.1f}'} steps/s, ETA {self.time_left()}, "
                            f"epsilon {t.agent.train_epsilon():.3f}, last eval reward {self.last_reward}")
             if c.verbose >= 2:
                 self.write(t.agent.report())
@@ -189,6 +221,19 @@ class Progress:
     def close(self):
         """Close the bar."""
         self.bar.close()
+
+
+class _Bar(tqdm):
+    """A tqdm bar whose ``bar_format`` may hold ``{time_left}``: the string ``time_left()`` returns."""
+
+    def __init__(self, time_left, **kwargs):
+        self.time_left = time_left
+        super().__init__(**kwargs)
+
+    @property
+    def format_dict(self):
+        """tqdm's, with ``time_left``."""
+        return {**super().format_dict, "time_left": self.time_left()}
 
 
 def numbered_files(config, suffix: str = ".h5") -> list[tuple[int, str]]:
