@@ -247,9 +247,19 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         fh.write(image.getbuffer())
 
 
+def default_output(first: str) -> str:
+    """``dqn-plot``'s figure without ``-o``, from its first argument: ``runs/a.h5`` gives
+    ``runs/a.png``, the folder ``runs`` gives ``runs/runs.png``. No Lua counterpart."""
+    if os.path.isdir(first):
+        return os.path.join(first, (os.path.basename(os.path.abspath(first)) or "curves") + ".png")
+    return (first[:-3] if first.endswith(".h5") else first) + ".png"
+
+
 @click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
 @click.argument("runs", nargs=-1, required=True, metavar="RUN.h5|FOLDER...")
-@click.option("-o", "--output", required=True, metavar="FIG", help="figure file: .png, .svg or .pdf")
+@click.option("-o", "--output", metavar="FIG",
+              help="figure file: .png, .svg or .pdf, replaced if it exists  [default: RUN.png beside the first "
+                   "RUN.h5, or FOLDER/<FOLDER's name>.png where the first is a FOLDER]")
 @click.option("--x", "x", type=click.Choice(list(X_LABELS)), default="frames", show_default=True,
               help="x axis: frames (steps x actrep), agent steps, or epochs of 50,000 minibatch updates")
 @click.option("--band", type=click.Choice(["minmax", "std"]), default="minmax", show_default=True,
@@ -263,6 +273,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
               help=f"resolution; a PNG is {FIGSIZE[0]:g} x {FIGSIZE[1]:g} inches x dpi pixels")
 def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_mixed, dpi):
     """Plot DQN training curves (score and validation Q) in the style of Figure 2 of the Nature paper."""
+    output = output or default_output(runs[0])
     try:
         plot_runs(runs, output, x=x, band=band, show_random_human=show_random_human, reference_csv=reference_csv,
                   allow_mixed=allow_mixed, dpi=dpi, note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))

@@ -159,6 +159,25 @@ def test_plot_one_trained_run(trained, tmp_path, capsys):
         assert (tmp_path / f"one{suffix}").read_bytes().startswith(magic)
 
 
+def test_plot_without_output_writes_beside_the_first_history(trained, tmp_path, capsys):
+    # RUN.png beside the first RUN.h5, FOLDER/<FOLDER's name>.png for a first FOLDER; an
+    # existing figure there is replaced, as with -o. Nothing goes to the current folder.
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    run = runs / "pong_run.h5"
+    run.write_bytes(Path(trained).read_bytes())
+    other = synthetic(tmp_path / "other.h5", [1.0, 2.0])
+    for args, figure in (([run, other], runs / "pong_run.png"), ([runs, other], runs / "runs.png"),
+                         ([f"{runs}/", other], runs / "runs.png")):
+        figure.write_bytes(b"an earlier figure")
+        code, out, _ = run_cli(plot_main, args, capsys)
+        assert code == 0 and out == f"Wrote {figure}\n"
+        with Image.open(figure) as im:
+            assert im.format == "PNG" and im.size == PNG_SIZE
+    assert sorted(p.name for p in runs.iterdir()) == ["pong_run.h5", "pong_run.png", "runs.png"]
+    assert list(Path.cwd().iterdir()) == []
+
+
 def test_plot_several_seeds_draws_a_band(tmp_path, capsys):
     runs = [synthetic(tmp_path / f"s{s}.h5", list(np.linspace(-20, 10, 12) + 3 * s), seed=s) for s in (1, 2, 3)]
     sizes = {}
@@ -306,7 +325,6 @@ def test_plot_bad_input(tmp_path, capsys):
     (tmp_path / "dir.png").mkdir()
     expect_error(plot_main, [run, "-o", tmp_path / "dir.png"], capsys, "dir.png: it is a folder")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--x", "hours"], capsys, "--x")
-    expect_error(plot_main, [run], capsys, "--output")
     assert not (tmp_path / "g.png").exists() and not (tmp_path / "f.gif").exists()
 
 
