@@ -355,8 +355,10 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
 
     Histories, arguments (where ``source`` has them) and root attributes are copied with their
     values unchanged, text as ``write_attrs`` writes it (an older file's variable-length strings
-    become fixed-length); the root attribute ``slimmed_from`` names ``source``. ``target`` may be ``source``
-    (replaced atomically).
+    become fixed-length); the root attribute ``slimmed_from`` names ``source``. Text values of
+    arguments and root attributes that are absolute paths (``csv_log``, ``name``,
+    ``slimmed_from``...) keep only their base name: a shared file names no folder of the
+    machine it came from. ``target`` may be ``source`` (replaced atomically).
 
     Args:
         networks: which of ``"model"`` and ``"best_model"`` to keep (each must be in ``source``).
@@ -383,9 +385,9 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
             arguments = {k: from_attr(v) for k, v in src["arguments"].attrs.items()} if "arguments" in src else None
             kept = {name: {key: dataset[()] for key, dataset in src[name].items()} for name in networks}
         with h5_for_writing(target) as dst:
-            write_attrs(dst, {**attrs, "slimmed_from": source})
+            write_attrs(dst, _without_local_paths({**attrs, "slimmed_from": source}))
             if arguments is not None:
-                write_attrs(dst.create_group("arguments"), arguments)
+                write_attrs(dst.create_group("arguments"), _without_local_paths(arguments))
             src.copy(src["history"], dst)  # read whole by load_history: no damage left to meet
             for name, state in kept.items():
                 g = dst.create_group(name)
@@ -395,6 +397,12 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     types = sorted(written - {"float32"})  # named in the summary: a slim copy's float16 stays float16
     return (f"Wrote {target}: {os.path.getsize(target) / 1e6:.1f} MB (was {size / 1e6:.1f} MB), networks: "
             f"{', '.join(networks) or 'none'}{' in ' + ', '.join(types) if types else ''}")
+
+
+def _without_local_paths(attrs: dict) -> dict:
+    """``attrs`` with each text value that is an absolute path cut to its base name."""
+    return {k: os.path.basename(os.path.normpath(v)) if isinstance(v, str) and os.path.isabs(v) else v
+            for k, v in attrs.items()}
 
 
 LABEL_ARGUMENTS = 3  # differing arguments named in a run set's label

@@ -20,8 +20,10 @@ NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best
               help="keep the networks as stored (float32 in a trainer's history) instead of float16")
 @click.option("--overwrite", is_flag=True, help="replace SLIM.h5 if it exists (not needed when it is RUN.h5)")
 def slim_command(source, target, networks, float32, overwrite):
-    """Copy the history RUN.h5 to SLIM.h5 with its histories and arguments unchanged and only
-    the chosen networks, in float16 unless --float32. SLIM.h5 may be RUN.h5 itself."""
+    """Copy the history RUN.h5 to SLIM.h5 with its histories unchanged and only the chosen
+    networks, in float16 unless --float32. Its arguments are kept too, but an absolute path
+    among them (csv_log, name...) keeps only its base name, as does RUN.h5's own path, recorded
+    as slimmed_from: a shared file names no folder of its machine. SLIM.h5 may be RUN.h5 itself."""
     same = os.path.exists(target) and os.path.exists(source) and os.path.samefile(source, target)
     refuse_to_replace(target, overwrite or same)
     try:

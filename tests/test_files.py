@@ -191,4 +191,4 @@ def test_text_attributes_are_fixed_length_and_older_files_still_read(tmp_path):
         assert f["state"].attrs["python_rng"].decode() == state["python_rng"] and f["state/agent"].attrs["tag"] == b""
     slim, history = load_history(str(tmp_path / "slim.h5")), load_history(old)
     assert slim.arguments == history.arguments == arguments and slim.game == history.game == "pong"
-    assert slim.attrs == {**history.attrs, "slimmed_from": old}
+    assert slim.attrs == {**history.attrs, "slimmed_from": "old.h5"}

@@ -4,17 +4,20 @@ import re
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 import torch
+from click.testing import CliRunner
 
 from dqn_nature import __version__
 from dqn_nature.config import Config
 from dqn_nature.history import (HistoryError, load_history, load_network_params, load_runs, save_history,
                                 save_network_params, slim_history)
 from dqn_nature.network import convnet_atari3
+from dqn_nature.slim import slim_command
 
 HISTORY = {
     "reward_history": [-21.0, -19.5], "reward_counts": [21, 23], "episode_counts": [1, 2],
@@ -65,7 +68,7 @@ def test_slim_copy_keeps_histories_and_the_best_network_in_float16(tmp_path):
     h, full = load_history(str(slim)), load_history(str(path))
     for key in HISTORY:
         np.testing.assert_array_equal(getattr(h, key), getattr(full, key))
-    assert h.arguments == full.arguments and h.attrs["slimmed_from"] == str(path)
+    assert h.arguments == full.arguments and h.attrs["slimmed_from"] == "run.h5"  # no folder of this machine
     with h5py.File(slim) as f:
         assert "model" not in f and f["best_model/conv1.weight"].dtype == np.float16
     state = h.state_dict("best_model")
@@ -74,6 +77,38 @@ def test_slim_copy_keeps_histories_and_the_best_network_in_float16(tmp_path):
         torch.testing.assert_close(state[key], tensor.half().float(), rtol=0, atol=0)
     with pytest.raises(HistoryError, match="no model stored .a slim copy keeps best_model: play it with --best"):
         h.state_dict("model")
+
+
+def test_dqn_slim_keeps_the_base_name_of_absolute_paths(tmp_path):
+    # Arguments and the source's path that name a folder of this machine keep only their base
+    # name; relative paths, other text and numbers are kept as they are.
+    path = tmp_path / "run.h5"
+    arguments = Config(game="pong", name=str(tmp_path / "run"), csv_log=str(tmp_path / "logs" / "run.csv"),
+                       game_path="/opt/roms/", tensorboard="logs/tb").as_dict()
+    no_evaluations = {k: [0] if k == "time_history" else [] for k in HISTORY}
+    save_history(str(path), game="pong", steps=300, frames=1200, history=no_evaluations, model={}, best_model=None,
+                 arguments=arguments, package_version=__version__)
+    result = CliRunner().invoke(slim_command, [str(path), str(tmp_path / "slim.h5"), "--networks", "none"])
+    assert result.exit_code == 0, result.output
+    h = load_history(str(tmp_path / "slim.h5"))
+    assert h.arguments == {**arguments, "name": "run", "csv_log": "run.csv", "game_path": "roms"}
+    assert h.attrs["slimmed_from"] == "run.h5"
+
+
+def test_committed_histories_name_no_folder_of_a_machine():
+    # docs/results' histories (dqn-slim copies) hold no absolute path in any text attribute.
+    results = sorted((Path(__file__).resolve().parents[1] / "docs" / "results").rglob("*.h5"))
+    assert results
+    for path in results:
+        with h5py.File(path) as f:
+            objects = [f]
+            f.visit(lambda name: objects.append(f[name]))
+            for obj in objects:
+                for key, value in obj.attrs.items():
+                    for text in np.atleast_1d(value):
+                        text = text.decode(errors="replace") if isinstance(text, bytes) else text
+                        assert not (isinstance(text, str) and re.match(r"([A-Za-z]:)?[/\\~]", text)), \
+                            f"{path.name}: {obj.name} {key} = {text!r}"
 
 
 def test_slim_in_place_and_without_networks(tmp_path):
@@ -115,10 +150,10 @@ def test_a_slim_copy_without_networks_says_dqn_slim_left_them_out(tmp_path):
     slim_history(str(path), str(last), networks=("model",))
     for which in ("model", "best_model"):  # not "best_model exists after an evaluation": it has evaluations
         with pytest.raises(HistoryError, match=rf"none.h5: no {which} stored \(dqn-slim left the networks out of "
-                                               rf"this copy of {re.escape(str(path))}\)$"):
+                                               r"this copy of run\.h5\)$"):
             load_history(str(none)).state_dict(which)
     with pytest.raises(HistoryError, match=r"last.h5: no best_model stored \(dqn-slim left it out of this copy of "
-                                           r".*run.h5: play the model it keeps without --best\)$"):
+                                           r"run\.h5: play the model it keeps without --best\)$"):
         load_history(str(last)).state_dict("best_model")
 
 
