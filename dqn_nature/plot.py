@@ -267,7 +267,7 @@ def default_output(first: str) -> str:
 @click.option("--show-random-human", is_flag=True, help="also draw the random and human scores")
 @click.option("--reference", "reference_csv", metavar="CSV",
               help="overlay curves with columns game,run,frames,mean_return as a grey min-max band over "
-                   "the runs' range (e.g. ../shared/reference/dopamine_dqn_curves.csv)")
+                   "the runs' range (e.g. Dopamine's DQN curves)")
 @click.option("--allow-mixed", is_flag=True, help="allow runs of several games in one figure")
 @click.option("--dpi", type=click.IntRange(10, 1000), default=100, show_default=True,
               help=f"resolution; a PNG is {FIGSIZE[0]:g} x {FIGSIZE[1]:g} inches x dpi pixels")

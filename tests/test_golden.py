@@ -8,9 +8,9 @@
   the file holds one record per platform and the test is skipped on a platform it lacks. To
   add this platform's record (or replace it), run this file with that package::
 
-      git worktree add /tmp/trusted b03937e
-      cp dqn_nature/preprocess.py /tmp/trusted/dqn_nature/
-      cd /tmp/trusted && PYTHONPATH=. python /path/to/this/checkout/tests/test_golden.py
+      git worktree add ../trusted b03937e
+      cp dqn_nature/preprocess.py ../trusted/dqn_nature/
+      cd ../trusted && PYTHONPATH=. python <this checkout>/tests/test_golden.py
 - Vectorised replay sampling draws the same transitions, with the same random-number use,
   as ``sample_one`` one at a time.
 - ``--precision bf16`` trains with finite Q-values and TD errors.
