@@ -118,7 +118,7 @@ def read_reference(path: str) -> dict:
 
 
 def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_random_human: bool = False,
-              reference_csv: str | None = None, allow_mixed: bool = False, dpi: int = 100,
+              reference_csv: str | None = None, allow_mixed: bool = False, dpi: int = 100, nature: bool = True,
               note=lambda message: None) -> None:
     """Draw the two Figure-2 panels for the histories ``paths`` and write ``output``.
 
@@ -134,6 +134,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             over the runs' range (up to its first point at or after their last evaluation); in
             epochs they are converted at the paper's 800,000 frames per epoch.
         allow_mixed: allow runs of several games in one figure.
+        nature: draw the Nature DQN score, a dashed line with its standard deviation hatched.
         note: called with a one-line message for runs with nothing to draw, for evaluations
             that finished no episode (no score to draw) and for runs of one configuration that
             share a seed.
@@ -207,12 +208,12 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         for game in games:
             suffix = f" ({game})" if len(games) > 1 else ""
             ref = reference(game)
-            if ref.nature_mean is not None:
+            if nature and ref.nature_mean is not None:
                 text = f"Nature DQN {ref.nature_mean:g}" + (f" ± {ref.nature_std:g}" if ref.nature_std else "")
                 ax_score.axhline(ref.nature_mean, color="black", linestyle="--", linewidth=1, label=text + suffix)
                 if ref.nature_std:
                     ax_score.axhspan(ref.nature_mean - ref.nature_std, ref.nature_mean + ref.nature_std,
-                                     color="black", alpha=0.1, linewidth=0)
+                                     facecolor="none", edgecolor="black", alpha=0.25, hatch="//", linewidth=0)
             if show_random_human:
                 for value, name, color in ((ref.random, "random", "tab:red"), (ref.human, "human", "tab:green")):
                     if value is not None:
@@ -269,14 +270,16 @@ def default_output(first: str) -> str:
               help="overlay curves with columns game,run,frames,mean_return as a grey min-max band over "
                    "the runs' range (e.g. Dopamine's DQN curves)")
 @click.option("--allow-mixed", is_flag=True, help="allow runs of several games in one figure")
+@click.option("--no-nature", is_flag=True,
+              help="leave out the Nature DQN score, which can dwarf the curves of a run's first millions of frames")
 @click.option("--dpi", type=click.IntRange(10, 1000), default=100, show_default=True,
               help=f"resolution; a PNG is {FIGSIZE[0]:g} x {FIGSIZE[1]:g} inches x dpi pixels")
-def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_mixed, dpi):
+def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_mixed, no_nature, dpi):
     """Plot DQN training curves (score and validation Q) in the style of Figure 2 of the Nature paper."""
     output = output or default_output(runs[0])
     try:
         plot_runs(runs, output, x=x, band=band, show_random_human=show_random_human, reference_csv=reference_csv,
-                  allow_mixed=allow_mixed, dpi=dpi, note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))
+                  allow_mixed=allow_mixed, dpi=dpi, nature=not no_nature, note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))
     except (PlotError, HistoryError) as e:
         fail(str(e))
     except OSError as e:

@@ -284,6 +284,14 @@ def test_plot_draws_dollar_signs_in_names_as_plain_text(tmp_path, capsys):
     assert "run$\\foo$" in texts and "x$\\bar$" in texts
 
 
+def test_plot_no_nature_leaves_out_the_nature_score(tmp_path, capsys):
+    run = synthetic(tmp_path / "run.h5", [1.0, 2.0])
+    for args, drawn in (([], True), (["--no-nature"], False)):
+        assert run_cli(plot_main, [run, "-o", tmp_path / "f.svg", *args], capsys)[0] == 0
+        texts = re.findall(r"<!-- (.*?) -->", (tmp_path / "f.svg").read_text())
+        assert ("Nature DQN 18.9 ± 1.3" in texts) == drawn
+
+
 def test_plot_notes_a_run_without_evaluation(tmp_path, capsys):
     empty = synthetic(tmp_path / "empty.h5", [])
     full = synthetic(tmp_path / "full.h5", [1.0, 2.0])
