@@ -279,7 +279,8 @@ def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_
     output = output or default_output(runs[0])
     try:
         plot_runs(runs, output, x=x, band=band, show_random_human=show_random_human, reference_csv=reference_csv,
-                  allow_mixed=allow_mixed, dpi=dpi, nature=not no_nature, note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))
+                  allow_mixed=allow_mixed, dpi=dpi, nature=not no_nature,
+                  note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))
     except (PlotError, HistoryError) as e:
         fail(str(e))
     except OSError as e:
