@@ -15,6 +15,8 @@ import re
 import numpy as np
 from ale_py import ALEInterface, ALEState, LoggerMode, roms
 
+from .config import available_memory
+
 ALEInterface.setLoggerMode(LoggerMode.Error)
 
 
@@ -68,7 +70,7 @@ class GameScreen:
 
     Raises:
         ValueError: ``pool_type`` other than "max" or "mean", or ``size`` below 1.
-        GameError: ``size`` screens that cannot be allocated.
+        GameError: ``size`` screens beyond the memory available.
     """
 
     def __init__(self, size: int = 2, pool_type: str = "max"):
@@ -78,11 +80,14 @@ class GameScreen:
             raise ValueError(f"pool size must be at least 1, not {size}")
         self.size, self.pool_type = size, pool_type
         shape = (size, 210, 160, 3)  # every Atari 2600 screen
+        too_big = GameError(f"pool size {size}: its {math.prod(shape) / 1e9:,.1f} GB of screens do not fit in memory")
+        free = available_memory()  # asked first: a kernel that overcommits allocates more than it holds
+        if free is not None and math.prod(shape) > free:
+            raise too_big
         try:
             self.frames = np.zeros(shape, np.uint8)
         except (MemoryError, ValueError):  # ValueError: beyond NumPy's largest array
-            raise GameError(f"pool size {size}: its {math.prod(shape) / 1e9:,.1f} GB of screens do not fit in "
-                            "memory") from None
+            raise too_big from None
         self.count = 0  # frames painted since the last clear()
 
     def clear(self) -> None:

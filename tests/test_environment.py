@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from ale_py import roms
 
-from dqn_nature import GameEnvironment
+from dqn_nature import GameEnvironment, environment
 from dqn_nature.environment import GameError, GameScreen, rom_path
 
 MINIMAL_ACTIONS = {"pong": [0, 1, 3, 4, 11, 12], "breakout": [0, 1, 3, 4]}
@@ -204,6 +204,13 @@ def test_unknown_game_names_close_matches(game, hint):
 def test_a_pool_beyond_memory_is_one_line(size, gigabytes):  # 10**14 is beyond NumPy's largest array
     with pytest.raises(GameError, match=rf"^pool size {size}: its {gigabytes} GB of screens do not fit in memory$"):
         GameEnvironment("pong", pool_size=size)
+
+
+def test_a_pool_beyond_available_memory_is_refused_before_allocating(monkeypatch):
+    """Where the kernel overcommits (vm.overcommit_memory=1), NumPy would allocate it anyway."""
+    monkeypatch.setattr(environment, "available_memory", lambda: 10**9)
+    with pytest.raises(GameError, match=r"^pool size 20000: its 2.0 GB of screens do not fit in memory$"):
+        GameScreen(20_000)
 
 
 def test_mean_pooling_follows_torch7_float32_steps():
