@@ -80,9 +80,10 @@ class GameScreen:
             raise ValueError(f"pool size must be at least 1, not {size}")
         self.size, self.pool_type = size, pool_type
         shape = (size, 210, 160, 3)  # every Atari 2600 screen
-        too_big = GameError(f"pool size {size}: its {math.prod(shape) / 1e9:,.1f} GB of screens do not fit in memory")
+        nbytes = math.prod(shape)
+        too_big = GameError(f"pool size {size}: its {nbytes / 1e9:,.1f} GB of screens do not fit in memory")
         free = available_memory()  # asked first: a kernel that overcommits allocates more than it holds
-        if free is not None and math.prod(shape) > free:
+        if free is not None and nbytes > free:
             raise too_big
         try:
             self.frames = np.zeros(shape, np.uint8)
