@@ -24,7 +24,8 @@ from dqn_nature.network import convnet_atari3
 from dqn_nature.networks import load_network
 from dqn_nature.slim import slim_command
 from dqn_nature.neural_q_learner import NeuralQLearner
-from dqn_nature.test_agent import NATURE, draw_overlay, evaluate, play, test_command as dqn_test_command, agent_for
+from dqn_nature.commands.test import test_command as dqn_test_command
+from dqn_nature.play import NATURE, agent_for, draw_overlay, evaluate, play
 
 STEPS = 300
 BASE = ["--game", "pong", "--max-steps", STEPS, "--seed", 3, "--threads", 1]
@@ -58,7 +59,7 @@ def networks(tmp_path_factory, weights):
 
 @pytest.fixture(scope="module")
 def replay(weights, single_threaded):
-    """The steps dqn-test plays with BASE's options, played here with dqn_nature.test_agent.play."""
+    """The steps dqn-test plays with BASE's options, played here with dqn_nature.play.play."""
     env = GameEnvironment("pong", seed=3)
     agent = NeuralQLearner(env.get_actions(), seed=3, replay_memory=36, bufferSize=32)
     agent.network.load_state_dict(weights)

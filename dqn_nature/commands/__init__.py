@@ -18,7 +18,7 @@ def _entry(module: str):
 
 
 train = _entry("cli")
-test = _entry("test_agent")
+test = _entry("commands.test")
 convert = _entry("convert")
 plot = _entry("plot")
 report = _entry("report")
