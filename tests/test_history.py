@@ -14,10 +14,12 @@ from click.testing import CliRunner
 
 from dqn_nature import __version__
 from dqn_nature.config import Config
-from dqn_nature.history import (HistoryError, load_history, load_network_params, load_runs, save_history,
-                                save_network_params, slim_history)
+from dqn_nature.commands.slim import slim_command
+from dqn_nature.history import HistoryError, load_history, save_history
 from dqn_nature.network import convnet_atari3
-from dqn_nature.slim import slim_command
+from dqn_nature.network_files import load_network, load_network_params, save_network_params
+from dqn_nature.runs import load_runs
+from dqn_nature.slim import slim_history
 
 HISTORY = {
     "reward_history": [-21.0, -19.5], "reward_counts": [21, 23], "episode_counts": [1, 2],
@@ -75,8 +77,9 @@ def test_slim_copy_keeps_histories_and_the_best_network_in_float16(tmp_path):
     for key, tensor in best_model.state_dict().items():
         assert state[key].dtype == torch.float32
         torch.testing.assert_close(state[key], tensor.half().float(), rtol=0, atol=0)
-    with pytest.raises(HistoryError, match="no model stored .a slim copy keeps best_model: play it with --best"):
-        h.state_dict("model")
+    with pytest.raises(HistoryError, match=r"slim.h5: no model stored \(this dqn-slim copy of run\.h5 holds only "
+                                           r"best_model; load 'best_model'\)$"):
+        h.load_network("model")
 
 
 def test_dqn_slim_keeps_the_base_name_of_absolute_paths(tmp_path):
@@ -152,8 +155,8 @@ def test_a_slim_copy_without_networks_says_dqn_slim_left_them_out(tmp_path):
         with pytest.raises(HistoryError, match=rf"none.h5: no {which} stored \(dqn-slim left the networks out of "
                                                r"this copy of run\.h5\)$"):
             load_history(str(none)).state_dict(which)
-    with pytest.raises(HistoryError, match=r"last.h5: no best_model stored \(dqn-slim left it out of this copy of "
-                                           r"run\.h5: play the model it keeps without --best\)$"):
+    with pytest.raises(HistoryError, match=r"last.h5: no best_model stored \(this dqn-slim copy of run\.h5 holds "
+                                           r"only model; load 'model'\)$"):
         load_history(str(last)).state_dict("best_model")
 
 
@@ -341,8 +344,6 @@ def test_truncated_file(tmp_path):
 
 
 def test_foreign_contents_are_one_clear_error(tmp_path):
-    from dqn_nature.networks import load_network
-
     path = tmp_path / "run.h5"
     write(path)
     with h5py.File(path, "a") as f:

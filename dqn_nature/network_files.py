@@ -1,14 +1,57 @@
-"""Trained networks from files: this package's ``.h5`` histories and DQN 3.0's ``.t7`` files."""
+"""Trained networks from files: this package's ``.h5`` histories and ``.params.h5`` parameter
+vectors, and DQN 3.0's ``.t7`` files.
+
+A ``.params.h5`` file (``--save-network-params``, Lua ``saveNetworkParams``) holds the dataset
+``network`` (the flat float32 parameter vector, in the order of the network's ``parameters()``)
+and the root attributes ``format = "dqn_nature.params"`` and ``hist_len``.
+"""
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import h5py
+import numpy as np
 
-from .history import HistoryError, load_history, load_network_params
+from .h5io import from_attr, h5_for_writing, open_checked, read_errors_as, write_attrs
+from .history import HistoryError, load_history
 
+if TYPE_CHECKING:  # imported where used: --help needs no torch
+    import torch
+
+PARAMS_FORMAT = "dqn_nature.params"
 LABELS = {"model": "last network", "best_model": "best network"}  # a history's networks, in words
+
+
+def save_network_params(path: str, network: torch.nn.Module) -> None:
+    """Write the flat float32 parameter vector (Lua ``saveNetworkParams``) to ``path``, atomically,
+    with the network's ``hist_len`` as an attribute (the vector's length does not give it).
+
+    Raises:
+        OSError: the file cannot be written (the previous file is left intact).
+    """
+    import torch
+
+    flat = torch.cat([p.detach().cpu().float().reshape(-1) for p in network.parameters()]).numpy()
+    with h5_for_writing(path) as f:
+        write_attrs(f, {"format": PARAMS_FORMAT, "hist_len": network.conv1.weight.shape[1]})
+        f.create_dataset("network", data=flat, fletcher32=True)
+
+
+def load_network_params(path: str) -> tuple[np.ndarray, int]:
+    """The flat float32 parameter vector (P,) and the ``hist_len`` (4 where not stored) of a
+    file written by ``save_network_params``. No Lua counterpart (DQN 3.0 never read its
+    ``.params.t7`` back).
+
+    Raises:
+        HistoryError: missing, unreadable, damaged, or not a dqn_nature parameter file.
+    """
+    with (read_errors_as(HistoryError, f"{path}: damaged parameter file"),
+          open_checked(path, PARAMS_FORMAT, "parameter", HistoryError) as f):
+        vector, hist_len = f["network"][()], from_attr(f.attrs.get("hist_len", 4))
+    if vector.ndim != 1 or vector.dtype.kind != "f" or not isinstance(hist_len, int) or hist_len < 1:
+        raise HistoryError(f"{path}: damaged parameter file (not a vector of floats with a hist_len)")
+    return vector, hist_len
 
 
 def load_network(path: str, best: bool = False, only: Callable[[str], None] | None = None) -> tuple[dict, dict]:
