@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .history import READ_ERRORS, from_attr, h5_for_writing, open_checked, read_errors_as, write_attrs
+from .h5io import READ_ERRORS, from_attr, h5_for_writing, open_checked, read_errors_as, write_attrs
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1

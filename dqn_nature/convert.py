@@ -20,7 +20,7 @@ def game_actions(game: str) -> int:
 
 def _check_actions(source: str, model: dict, game: str, n_actions: int | None = None) -> None:
     """Raise torch7.LegacyError where ``model``'s action count is not ``n_actions`` or ``game``'s."""
-    from .networks import network_misfit
+    from .network_files import network_misfit
     from .torch7 import LegacyError
 
     found = model["fc2.weight"].shape[0]

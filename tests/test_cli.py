@@ -593,7 +593,7 @@ USAGE_ERRORS = [
     ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--gpu", "-3"], r"Invalid value for '--gpu'"),
     ("dqn_nature.convert", ["a.t7"], r"Missing argument 'NEW.h5'"),
     ("dqn_nature.sweep", ["--out", "s"], r"Missing option '--games'"),
-    ("dqn_nature.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
+    ("dqn_nature.commands.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
     ("dqn_nature.plot", ["--bogus"], r"No such option '--bogus'"),
 ]
 
