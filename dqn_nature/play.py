@@ -215,7 +215,7 @@ class Evaluation:
 
 def agent_for(state: dict, actions: list[int], gpu: int = -1, seed: int = 1):
     """A ``NeuralQLearner`` that plays the ``convnet_atari3`` network ``state`` (as
-    ``networks.load_network`` returns it) with ALE action ids ``actions``, on CUDA device
+    ``network_files.load_network`` returns it) with ALE action ids ``actions``, on CUDA device
     ``gpu`` (-1: the CPU): its replay memory holds just the recent frames it acts on.
     No Lua counterpart (``test_agent.lua`` loaded the whole saved agent)."""
     from .neural_q_learner import NeuralQLearner

@@ -16,9 +16,10 @@ import textwrap
 import click
 import numpy as np
 
-from .console import fail, os_reason, run_command
-from .files import atomic_path, unwritable
-from .history import HistoryError, history_paths, load_runs
+from .console import fail, run_command
+from .files import atomic_path, os_reason, unwritable
+from .history import HistoryError
+from .runs import history_paths, load_runs
 from .scores import reference
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -123,7 +124,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     """Draw the two Figure-2 panels for the histories ``paths`` and write ``output``.
 
     Args:
-        paths: history files or folders (see ``history.load_runs``; a file in a folder that is
+        paths: history files or folders (see ``runs.load_runs``; a file in a folder that is
             not a readable history is skipped, and ``note`` called with why).
         output: ``.png``, ``.svg`` or ``.pdf`` path, written atomically; a PNG is
             ``FIGSIZE`` x ``dpi`` pixels.

@@ -10,7 +10,8 @@ import click
 import numpy as np
 
 from .console import fail, run_command
-from .history import HistoryError, load_runs
+from .history import HistoryError
+from .runs import load_runs
 from .scores import human_normalised, percent_of_nature, reference
 
 # Column key -> header. Scores are average evaluation scores per episode (game points).

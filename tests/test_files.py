@@ -15,7 +15,9 @@ from dqn_nature import checkpoint
 from dqn_nature.checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
 from dqn_nature.config import Config
 from dqn_nature.files import append_csv_row, atomic_path, unwritable
-from dqn_nature.history import HISTORY_FIELDS, load_history, save_history, save_network_params, slim_history
+from dqn_nature.history import HISTORY_FIELDS, load_history, save_history
+from dqn_nature.network_files import save_network_params
+from dqn_nature.slim import slim_history
 from dqn_nature.network import convnet_atari3
 
 

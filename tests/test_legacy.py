@@ -17,7 +17,7 @@ from dqn_nature.config import resolve
 from dqn_nature.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
 from dqn_nature.network import convnet_atari3
-from dqn_nature.networks import load_network
+from dqn_nature.network_files import load_network
 from dqn_nature.torch7 import LegacyError, convert_arguments, load_snapshot, load_t7_network, params_state, read_t7
 
 pytest.importorskip("torchfile")

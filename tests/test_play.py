@@ -19,10 +19,10 @@ from click.testing import CliRunner
 import t7writer
 from clicheck import assert_bad_input
 from dqn_nature.environment import GameEnvironment
-from dqn_nature.history import HISTORY_FIELDS, HistoryError, save_history, save_network_params
+from dqn_nature.history import HISTORY_FIELDS, HistoryError, save_history
 from dqn_nature.network import convnet_atari3
-from dqn_nature.networks import load_network
-from dqn_nature.slim import slim_command
+from dqn_nature.network_files import load_network, save_network_params
+from dqn_nature.commands.slim import slim_command
 from dqn_nature.neural_q_learner import NeuralQLearner
 from dqn_nature.commands.test import test_command as dqn_test_command
 from dqn_nature.play import NATURE, agent_for, draw_overlay, evaluate, play

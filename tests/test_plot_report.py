@@ -15,7 +15,9 @@ from PIL import Image
 
 from dqn_nature import load_history
 from dqn_nature.config import Config
-from dqn_nature.history import history_paths, load_runs, save_history, save_network_params
+from dqn_nature.history import save_history
+from dqn_nature.network_files import save_network_params
+from dqn_nature.runs import history_paths, load_runs
 from dqn_nature.network import convnet_atari3
 from dqn_nature import plot
 from dqn_nature.plot import main as plot_main, seed_curves, x_values

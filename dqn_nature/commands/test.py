@@ -119,7 +119,7 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     import torch
 
     from .. import train as training
-    from ..networks import LABELS, load_network, network_misfit
+    from ..network_files import LABELS, load_network, network_misfit
 
     if testing_ep != testing_ep:  # NaN passes click's FloatRange
         fail("--testing-ep must be in [0, 1], not nan")
