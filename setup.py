@@ -8,8 +8,11 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.11",
-    packages=find_packages(include=["dqn_nature", "dqn_nature.*"]),
-    package_data={"dqn_nature": ["kernels.c"]},
+    # The presets in the top-level args/ folder ship as the package dqn_nature.args, found with
+    # importlib.resources; so does the reference data in dqn_nature/reference/.
+    packages=[*find_packages(include=["dqn_nature", "dqn_nature.*"]), "dqn_nature.args", "dqn_nature.reference"],
+    package_dir={"dqn_nature.args": "args"},
+    package_data={"dqn_nature.args": ["*.toml"], "dqn_nature.reference": ["*.csv", "*.md"]},
     install_requires=[
         "torch>=2.1",
         "ale-py>=0.9",
@@ -24,8 +27,11 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "pytest-xdist>=3.2", "opencv-python-headless>=4.8", "torchfile>=0.1",
-                 "ray[client]>=2.9", "tensorboard>=2.12", "imageio>=2.28", "imageio-ffmpeg>=0.4"],
+                 "ray[client]>=2.9", "tensorboard>=2.12", "imageio>=2.28", "imageio-ffmpeg>=0.4",
+                 "rliable>=1.2", "pandas<3"],
         "legacy": ["torchfile>=0.1"],
+        # rliable 1.2 needs arch < 8, and arch 7 fails to import under pandas 3.
+        "rliable": ["rliable>=1.2", "pandas<3"],
         "ray": ["ray[client]>=2.9"],
         "tensorboard": ["tensorboard>=2.12"],
     },

@@ -16,13 +16,13 @@ OUTPUT = Path(__file__).with_name("options.md")
 # Console script -> (module, click command), as setup.py's entry points run them
 # (dqn_nature.commands imports each module and runs its main(), which runs this command).
 COMMANDS = {
-    "dqn-train": ("dqn_nature.cli", "train"),
-    "dqn-test": ("dqn_nature.test_agent", "test_command"),
+    "dqn-train": ("dqn_nature.commands.train", "train"),
+    "dqn-test": ("dqn_nature.commands.test", "test_command"),
     "dqn-convert": ("dqn_nature.convert", "convert_command"),
-    "dqn-plot": ("dqn_nature.plot", "plot_command"),
-    "dqn-report": ("dqn_nature.report", "report_command"),
+    "dqn-plot": ("dqn_nature.commands.plot", "plot_command"),
+    "dqn-report": ("dqn_nature.commands.report", "report_command"),
     "dqn-sweep": ("dqn_nature.sweep", "sweep_command"),
-    "dqn-slim": ("dqn_nature.slim", "slim_command"),
+    "dqn-slim": ("dqn_nature.commands.slim", "slim_command"),
 }
 # click's range text at the end of a help line: x>=1, 0<=x<=1, x>0, 10<=x<=1000
 _RANGE = re.compile(r"(-?[\d.]+<=?)?x([<>]=?-?[\d.]+)?")

@@ -92,6 +92,17 @@ def read_header(path: str) -> tuple[dict, int]:
         return {k: from_attr(v) for k, v in f["arguments"].attrs.items()}, int(f.attrs["step"])
 
 
+def read_evaluations(path: str) -> dict[str, np.ndarray]:
+    """The histories a checkpoint holds (``history.HISTORY_FIELDS``: one entry per evaluation up
+    to its step, ``time_history`` one more). No Lua counterpart.
+
+    Raises:
+        CheckpointError: missing, unreadable, damaged, truncated or foreign file.
+    """
+    with read_errors_as(CheckpointError, f"{path}: damaged checkpoint"), _open(path) as f:
+        return {key: dataset[()] for key, dataset in f["state"]["history"].items()}
+
+
 def restore_checkpoint(path: str, trainer) -> bool:
     """Put the run of checkpoint ``path`` into ``trainer`` (built with its arguments).
 

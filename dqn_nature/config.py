@@ -6,12 +6,15 @@ line (both spellings), the TOML presets, the agent's defaults and the ``argument
 stored in a history all come from these declarations.
 """
 import dataclasses
+import importlib.resources
 import math
 import os
 import re
 import tomllib
 import typing
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 
 class ConfigError(ValueError):
@@ -60,13 +63,9 @@ class Config:
     threads: int = option(4, "torch CPU threads (at most the machine's cores are used)", resume=True)
     gpu: int = option(0, "CUDA device; -1 or no CUDA: the CPU", resume=True)
     verbose: int = option(2, "0 quiet, 1 arguments and evaluations, 2 also layer norms", resume=True)
-    precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast (on the CPU with RMSProp in one C "
-                            "pass) or, on CUDA, tf32 (neither bit-faithful; "
+    precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast or, on CUDA, tf32 (neither bit-faithful; "
                             "bf16 is emulated, 5x slower, on CPUs with neither AMX nor AVX-512 BF16)",
                             choices=("fp32", "bf16", "tf32"))
-    overlap_updates: bool = option(False, "compute each update on a second thread while the agent plays the "
-                                   "next steps (CPU, fp32 or bf16; one torch thread per thread, so the "
-                                   "results of --threads 1)", flag=True, resume=True)
     checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",
                                                    resume=True)
     checkpoint_replay: bool = option(False, "include the replay memory in checkpoints (exact resume)",
@@ -281,32 +280,60 @@ def pool_frms_from_lua(text: str) -> dict:
     return _named({("pool_" + k): v for k, v in values.items()}, "pool_frms key")
 
 
-def load_preset(path: str) -> dict:
+def find_preset(name: str) -> Traversable:
+    """Preset ``name``: a TOML file, or ``<name>[.toml]`` in the folder ``args/`` where the
+    command runs or among the presets the package ships (``dqn_nature.args``: run_gpu,
+    run_cpu, pong_fast). No Lua counterpart: presets stand in for the ``run_gpu`` scripts.
+
+    Raises:
+        ConfigError: no such preset.
+    """
+    if os.path.isfile(name):
+        return Path(name)
+    for folder in (Path("args"), importlib.resources.files("dqn_nature.args")):
+        for candidate in (folder / name, folder / f"{name}.toml"):
+            if candidate.is_file():
+                return candidate
+    raise ConfigError(f"no preset {name!r} (a TOML file, or a name in args/ or among the package's presets: "
+                      f"{', '.join(preset_names())})")
+
+
+def preset_names() -> list[str]:
+    """The names of the presets the package ships."""
+    return sorted(p.name.removesuffix(".toml") for p in importlib.resources.files("dqn_nature.args").iterdir()
+                  if p.name.endswith(".toml"))
+
+
+def load_preset(path: str | Traversable) -> dict:
     """Options from a TOML preset (keys: Python or Lua option names). No Lua counterpart.
+
+    Args:
+        path: a file's path, or a preset ``find_preset`` found.
 
     Raises:
         ConfigError: an unreadable file, invalid TOML, an unknown key or a value of the wrong type.
     """
+    source = Path(path) if isinstance(path, str) else path
     try:
-        with open(path, "rb") as fh:
+        with source.open("rb") as fh:
             data = tomllib.load(fh)
     except OSError as e:
-        raise ConfigError(f"cannot read preset {path!r}: {e.strerror}") from None
+        raise ConfigError(f"cannot read preset {str(path)!r}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"preset {path!r} is not valid TOML: {e}") from None
+        raise ConfigError(f"preset {str(path)!r} is not valid TOML: {e}") from None
     try:
         return _named(data, "option")
     except ConfigError as e:
-        raise ConfigError(f"preset {path!r}: {e}") from None
+        raise ConfigError(f"preset {str(path)!r}: {e}") from None
 
 
-def layered(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,
+def layered(explicit: dict | None = None, preset: str | Traversable | None = None, agent_params: str | None = None,
             pool_frms: str | None = None) -> dict:
     """Merge option sources: preset < ``agent_params`` and ``pool_frms`` < explicit options.
 
     Args:
         explicit: options given one by one (Python or Lua names).
-        preset: path of a TOML preset.
+        preset: a TOML preset (a path, or what ``find_preset`` found).
         agent_params, pool_frms: Lua table bodies.
 
     Returns: the options set, by Python name. Raises ConfigError.
@@ -356,6 +383,19 @@ def resume_config(stored: dict, changes: dict) -> Config:
     return build({**stored, **changes})
 
 
+# Options that runs of earlier versions may have stored, and what a resumed run does instead.
+REMOVED_OPTIONS = {
+    "overlap_updates": "overlap_updates is no longer an option: this run continues with the plain update, "
+                       "the same arithmetic (bit for bit with --threads 1)",
+}
+
+
+def removed_options(stored: dict) -> list[str]:
+    """One line for each removed option that ``stored`` (a run's arguments) sets, saying what
+    the resumed run does instead. No Lua counterpart."""
+    return [REMOVED_OPTIONS[k] for k, v in stored.items() if k in REMOVED_OPTIONS and v]
+
+
 def validate(c: Config) -> None:
     """Reject impossible values with one line naming the option. Raises ConfigError. No Lua
     counterpart."""
@@ -365,8 +405,6 @@ def validate(c: Config) -> None:
         if f.metadata["choices"] and getattr(c, f.name) not in f.metadata["choices"]:
             allowed = ", ".join(map(str, f.metadata["choices"]))
             raise ConfigError(f"{f.name} must be one of {allowed}, not {getattr(c, f.name)!r}")
-    if c.overlap_updates and c.precision == "tf32":
-        raise ConfigError("--overlap-updates is a CPU mode and tf32 a CUDA one: drop one of them")
     env = parse_lua_table(c.env_params)
     if env.get("useRGB", True) is not True or set(env) - {"useRGB"}:
         raise ConfigError(f"env_params {c.env_params!r} not supported: only useRGB=true")

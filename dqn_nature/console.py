@@ -7,12 +7,13 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 import click
 from tqdm import tqdm
+
+from .files import unwritable
 
 
 def fail(message: str, code: int = 2):
@@ -23,29 +24,10 @@ def fail(message: str, code: int = 2):
     sys.exit(code)
 
 
-def os_reason(e: OSError) -> str:
-    """Why an ``OSError`` happened, in the system's words for its errno (\"Read-only file
-    system\"): h5py's own message runs over several lines and names the temporary file."""
-    return os.strerror(e.errno) if e.errno else e.strerror or " ".join(str(e).split())
-
-
-def creation_problem(folder: str) -> str | None:
-    """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
-    real attempt, with a temporary file that is removed at once: ``os.access`` says yes to
-    root even on /proc or /sys. No Lua counterpart."""
-    try:
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError as e:
-        return os_reason(e)
-    return None
-
-
 def refuse_to_replace(target: str, overwrite: bool):
     """``fail`` (exit 2) unless the history ``target`` ends with ``.h5``, can be written
     (``files.unwritable``) and, without ``overwrite``, does not exist: a user's file is
     replaced only when asked."""
-    from .files import unwritable  # files imports this module
-
     if not target.endswith(".h5"):
         fail(f"{target}: name the output file <name>.h5")
     if not overwrite and os.path.exists(target):

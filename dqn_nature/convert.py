@@ -6,8 +6,9 @@ import math
 import click
 
 from . import __version__
-from .console import LuaCommand, fail, os_reason, refuse_to_replace, run_command
+from .console import LuaCommand, fail, refuse_to_replace, run_command
 from .environment import GameEnvironment, GameError
+from .files import os_reason
 from .history import HISTORY_FIELDS, save_history
 
 SOURCE = "DQN 3.0 .t7"

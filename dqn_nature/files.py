@@ -6,8 +6,24 @@ import csv
 import io
 import os
 import sys
+import tempfile
 
-from .console import creation_problem
+
+def os_reason(e: OSError) -> str:
+    """Why an ``OSError`` happened, in the system's words for its errno (\"Read-only file
+    system\"): h5py's own message runs over several lines and names the temporary file."""
+    return os.strerror(e.errno) if e.errno else e.strerror or " ".join(str(e).split())
+
+
+def creation_problem(folder: str) -> str | None:
+    """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
+    real attempt, with a temporary file that is removed at once: ``os.access`` says yes to
+    root even on /proc or /sys. No Lua counterpart."""
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as e:
+        return os_reason(e)
+    return None
 
 
 def _alive(pid: int) -> bool:
@@ -44,7 +60,7 @@ def standard_stream(path: str):
 
 def unwritable(path: str) -> str | None:
     """Why the output file ``path`` cannot be written, checked before the work that makes it
-    (a folder, no such folder, one where no file can be created: ``console.creation_problem``),
+    (a folder, no such folder, one where no file can be created: ``creation_problem``),
     or None. No Lua counterpart."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):

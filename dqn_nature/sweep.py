@@ -31,7 +31,8 @@ import time
 import click
 from tqdm import tqdm
 
-from .console import creation_problem, fail, os_reason, run_command
+from .console import fail, run_command
+from .files import creation_problem, os_reason
 
 POLL_SECONDS = 3.0
 CONNECT_SECONDS = 10.0  # for a Ray cluster given by --address host:port
@@ -265,7 +266,8 @@ def train_arguments(extra: list[str], game: str, preset: str | None, cpus_per_ru
     Raises:
         click.ClickException, ConfigError: a bad option or value.
     """
-    from .cli import explicit_options, find_preset, train
+    from .commands.train import explicit_options, train
+    from .config import find_preset
     from .config import ConfigError, resolve
 
     ctx = train.make_context("dqn-train", list(extra))

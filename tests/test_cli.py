@@ -24,10 +24,12 @@ from filelock import FileLock
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dqn_nature import __version__, eval_log, load_history
-from dqn_nature.cli import config_options, resume_path, train
+from dqn_nature.commands.train import config_options, train
 from dqn_nature.config import Config, resolve
-from dqn_nature.console import fail, os_reason
-from dqn_nature.network import convnet_atari3
+from dqn_nature.console import fail
+from dqn_nature.files import os_reason
+from dqn_nature.run_files import resume_path
+from dqn_nature.convnet import convnet_atari3
 from dqn_nature.train import precision_warning
 
 DQN_TRAIN = shutil.which("dqn-train")
@@ -409,7 +411,6 @@ LUA_SPELLINGS = [
     (["-bufferSize", "32", "--minibatch-size", "32"], r"must be smaller than bufferSize \(32\)"),
     (["-env", "pongg"], "pongg"),
     (["-ep_endt", "0"], "ep_endt must be positive"),
-    (["-overlap_updates", "-precision", "tf32"], "--overlap-updates is a CPU mode and tf32 a CUDA one"),
 ]
 
 
@@ -441,9 +442,9 @@ def test_a_numbered_history_the_run_does_not_reach_may_be_a_folder(tmp_path, mon
 
 
 def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
-    from dqn_nature import cli
+    from dqn_nature.commands import train as command
 
-    monkeypatch.setattr(cli, "check_resources", lambda config: None)  # as if the folder came after the checks
+    monkeypatch.setattr(command, "check_resources", lambda config: None)  # as if the folder came after the checks
     (tmp_path / ".run.lock").mkdir()
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
@@ -576,25 +577,25 @@ def test_bad_input_console_script(tmp_path):
 def test_bad_input_is_refused_before_torch_loads(tmp_path, args):
     # Importing torch takes seconds: a mistyped option must not wait for it.
     code = ("import atexit, sys; atexit.register(lambda: print('torch' in sys.modules)); "
-            "from dqn_nature.cli import main; main(sys.argv[1:])")
+            "from dqn_nature.commands.train import main; main(sys.argv[1:])")
     result = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True, text=True)
     assert (result.returncode, result.stdout) == (2, "False\n"), result.stderr
     assert files_under(tmp_path) == []
 
 
 USAGE_ERRORS = [
-    ("dqn_nature.cli", ["-eval_frq", "5"], r"No such option '-eval_frq'.*'-eval_freq'"),  # a Lua flag, mistyped
-    ("dqn_nature.cli", ["--name", "-run", "--bogus"], r"No such option '--bogus'"),  # "-run" is --name's value
-    ("dqn_nature.test_agent", ["--game", "pong"], r"Missing option '--network'"),
-    ("dqn_nature.test_agent", ["-gif", "x.gif"], r"No such option '-gif'.*'-gif_file'"),
-    ("dqn_nature.test_agent", ["-ep", "1"], r"No such option '-ep'"),  # two letters, not -e and -p
-    ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--seed", "99999999999"],
+    ("dqn_nature.commands.train", ["-eval_frq", "5"], r"No such option '-eval_frq'.*'-eval_freq'"),  # a Lua flag, mistyped
+    ("dqn_nature.commands.train", ["--name", "-run", "--bogus"], r"No such option '--bogus'"),  # "-run" is --name's value
+    ("dqn_nature.commands.test", ["--game", "pong"], r"Missing option '--network'"),
+    ("dqn_nature.commands.test", ["-gif", "x.gif"], r"No such option '-gif'.*'-gif_file'"),
+    ("dqn_nature.commands.test", ["-ep", "1"], r"No such option '-ep'"),  # two letters, not -e and -p
+    ("dqn_nature.commands.test", ["--game", "pong", "--network", "x.h5", "--seed", "99999999999"],
      r"Invalid value for '--seed'.*0<=x<=2147483647"),  # the emulator's seed is a C int
-    ("dqn_nature.test_agent", ["--game", "pong", "--network", "x.h5", "--gpu", "-3"], r"Invalid value for '--gpu'"),
+    ("dqn_nature.commands.test", ["--game", "pong", "--network", "x.h5", "--gpu", "-3"], r"Invalid value for '--gpu'"),
     ("dqn_nature.convert", ["a.t7"], r"Missing argument 'NEW.h5'"),
     ("dqn_nature.sweep", ["--out", "s"], r"Missing option '--games'"),
     ("dqn_nature.commands.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
-    ("dqn_nature.plot", ["--bogus"], r"No such option '--bogus'"),
+    ("dqn_nature.commands.plot", ["--bogus"], r"No such option '--bogus'"),
 ]
 
 
@@ -705,7 +706,7 @@ def test_ctrl_c_while_a_command_loads_exits_quietly(tmp_path, command):
 def test_commands_start_without_torch():
     """--help and usage errors come in a fraction of a second: no command imports torch
     (seconds) before it runs."""
-    commands = ("cli", "test_agent", "convert", "plot", "report", "sweep", "slim")
+    commands = ("commands.train", "commands.test", "convert", "commands.plot", "commands.report", "sweep", "commands.slim")
     script = f"import sys\nfor m in {commands}: __import__('dqn_nature.' + m)\nprint('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout == "False\n"

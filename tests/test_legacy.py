@@ -16,7 +16,7 @@ from clicheck import assert_bad_input
 from dqn_nature.config import resolve
 from dqn_nature.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
-from dqn_nature.network import convnet_atari3
+from dqn_nature.convnet import convnet_atari3
 from dqn_nature.network_files import load_network
 from dqn_nature.torch7 import LegacyError, convert_arguments, load_snapshot, load_t7_network, params_state, read_t7
 
@@ -235,7 +235,7 @@ def test_dqn_train_starts_from_a_t7_network(snapshot_path, weights):
 
 
 def test_dqn_train_refuses_a_bad_t7(tmp_path, weights):
-    from dqn_nature.cli import train
+    from dqn_nature.commands.train import train
 
     def refused(*args):
         result = run(train, "--game", "pong", "--gpu", "-1", "--replay-memory", "2000", "--learn-start", "600", *args)

@@ -17,10 +17,10 @@ def _entry(module: str):
     return main
 
 
-train = _entry("cli")
+train = _entry("commands.train")
 test = _entry("commands.test")
 convert = _entry("convert")
-plot = _entry("plot")
-report = _entry("report")
+plot = _entry("commands.plot")
+report = _entry("commands.report")
 sweep = _entry("sweep")
 slim = _entry("commands.slim")
