@@ -6,7 +6,7 @@ an 84x84 area resize by OpenCV, four-frame stacks stored per transition for both
 observation and the next observation (uint8, 56,448 bytes per transition), PyTorch's
 default tensor layout, ``torch.optim.RMSprop(lr=2.5e-4, alpha=0.95, eps=0.01)`` on the
 Huber loss, batch 32, one update every 4 steps, a target network copied every 10,000 steps,
-and DQN 3.0's network (``dqn_nature.network.convnet_atari3``). It is not DQN 3.0 (other
+and DQN 3.0's network (``dqn_nature.convnet.convnet_atari3``). It is not DQN 3.0 (other
 optimiser, loss and preprocessing) and only serves to time the same amount of work.
 
     python benchmarks/baseline.py --steps 2000
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from ale_py import ALEInterface, LoggerMode, roms
 
-from dqn_nature.network import convnet_atari3
+from dqn_nature.convnet import convnet_atari3
 
 ALEInterface.setLoggerMode(LoggerMode.Error)
 

@@ -134,7 +134,7 @@ class History:
             HistoryError: missing network, or weights that do not fit the architecture.
             ValueError: ``which`` is neither ``"model"`` nor ``"best_model"``.
         """
-        from .network import convnet_atari3
+        from .convnet import convnet_atari3
 
         state = self.state_dict(which)
         try:

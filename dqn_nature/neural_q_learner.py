@@ -6,24 +6,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import json
-import weakref
 
 import numpy as np
 import torch
 
-from . import kernels
 from .config import FIELDS, agent_defaults, lua_name
+from .convnet import INPUT_SIDE, convnet_atari3
 from .cuda_graph import CudaGraph
-from .network import INPUT_SIDE, PackedInference, convnet_atari3
 from .optim import DeepMindRMSProp
-from .overlap import OverlappedUpdates
 from .preprocess import preprocess
 from .transition_table import TransitionTable
 
-# States per convolution pass of a large batch without gradient. The default minibatch's size:
-# the same convolution shapes as its updates', and a peak ~20 MB under that of chunks of 100.
+# States per convolution pass of a large batch without gradient: the default minibatch's size,
+# so the same convolution shapes as an update's, and a lower peak memory than larger chunks.
 TRUNK_CHUNK = 32
 
 
@@ -35,25 +31,20 @@ class NeuralQLearner:
         **agent_params: NeuralQLearner parameters under their Lua names (``lr``, ``ep_endt``,
             ``bufferSize``...; Python spellings such as ``buffer_size`` too), defaulting to the
             paper's run_gpu values (``config.Config``); ``network`` must be ``convnet_atari3``;
-            plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"``,
-            ``"bf16"`` autocast, on the CPU with RMSProp in one C pass (``step_from_bfloat16``) and
-            forward passes without gradient through ``network.PackedInference``, or
-            ``"tf32"``: TF32 convolutions and matrix products on CUDA, fp32 on the CPU),
-            ``overlap_updates`` (CPU, fp32 or bf16: each update computed on a second thread
-            while the agent acts, ``overlap.OverlappedUpdates``; the caller's thread must
-            run one torch thread) and ``seed`` (of the agent's random generator, which also
+            plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"``;
+            ``"bf16"``: forward and backward passes under bfloat16 autocast, weights and
+            RMSProp in float32; ``"tf32"``: TF32 convolutions and matrix products on CUDA,
+            fp32 on the CPU) and ``seed`` (of the agent's random generator, which also
             drives replay sampling, as the Lua's global RNG).
 
     Raises:
-        ValueError: unknown parameter, a ``network``/``preproc`` other than DQN 3.0's, or
-            ``overlap_updates`` on CUDA or in tf32.
+        ValueError: unknown parameter, or a ``network``/``preproc`` other than DQN 3.0's.
     """
 
     def __init__(self, actions, **agent_params):
         gpu = int(agent_params.pop("gpu", -1))
         precision = agent_params.pop("precision", "fp32")
         seed = agent_params.pop("seed", None)
-        overlap = bool(agent_params.pop("overlap_updates", False))
         if agent_params.pop("network", "convnet_atari3") != "convnet_atari3":
             raise ValueError("network must be 'convnet_atari3' (load pretrained weights into agent.network)")
         params = agent_defaults()
@@ -98,7 +89,7 @@ class NeuralQLearner:
         # learn_start more steps while the empty memory refills, as at the start of a run.
         self.replay_restart = 0
 
-        # Channels-last is ~1.5x faster for these convolutions on CPU; it is the only layout used.
+        # Channels-last: the layout in which these convolutions run fastest on the CPU; the only one used.
         self.network = convnet_atari3(self.n_actions, self.hist_len, p["ncols"]).to(
             self.device, memory_format=torch.channels_last)
         self.target_network = copy.deepcopy(self.network).requires_grad_(False)
@@ -112,11 +103,6 @@ class NeuralQLearner:
         if self.device.type == "cuda":
             self._forward_graph = CudaGraph(self._greedy_q, self.device)
             self._update_graph = CudaGraph(self._learn, self.device)
-        # bf16 on the CPU: each network's bfloat16 copy and the weight versions it was made from.
-        self._bf16_copies = weakref.WeakKeyDictionary() if precision == "bf16" and self.device.type == "cpu" else None
-        if overlap and (self.device.type != "cpu" or precision == "tf32"):
-            raise ValueError("overlap_updates is a CPU mode, in fp32 or bf16")
-        self._overlap = OverlappedUpdates(self) if overlap else None
 
     # -- schedules -------------------------------------------------------------------
     def train_epsilon(self) -> float:
@@ -134,67 +120,30 @@ class NeuralQLearner:
 
     # -- acting ------------------------------------------------------------------------
     def _autocast(self):
-        """bf16 autocast where bf16 runs on float32 weights (CUDA), else a context that does
-        nothing: the CPU's bfloat16 copies (``_run``) need no casts, and even a disabled
-        autocast costs about 35 us to enter."""
-        if self.precision != "bf16" or self._bf16_copies is not None:
+        """The context of every forward pass: bfloat16 autocast with ``--precision bf16``, else
+        one that does nothing. No Lua counterpart."""
+        if self.precision != "bf16":
             return contextlib.nullcontext()
         # A cast weight cached across calls would be stale inside a replayed CUDA graph.
         return torch.autocast(self.device.type, dtype=torch.bfloat16, cache_enabled=self.device.type == "cpu")
 
-    def _run(self, network):
-        """The module that computes ``network``'s forward passes: ``network`` itself, or with
-        bf16 on the CPU its bfloat16 copy (``_bf16_copy``). No Lua counterpart."""
-        return network if self._bf16_copies is None else self._bf16_copy(network).model
-
-    def _inference(self, network):
-        """What computes ``network``'s forward passes without gradient: ``_run(network)``, or
-        with bf16 on the CPU the copy's ``PackedInference``. No Lua counterpart."""
-        return network if self._bf16_copies is None else self._bf16_copy(network).packed
-
-    def _bf16_copy(self, network) -> _Bf16Copy:
-        """``network``'s bfloat16 copy, refreshed when the weights have changed in place since
-        (an update, a target copy, a load: tensors' version counters tell). Autocast would cast
-        every weight on every pass, a fresh 3 MB for the first linear layer; the copy holds the
-        values of those casts and gives the same results; the optimiser takes its gradients
-        (``step_from_bfloat16``)."""
-        copied = self._bf16_copies.get(network)
-        if copied is None:
-            model = copy.deepcopy(network).to(torch.bfloat16)
-            model.zero_grad()  # gradients the network held are not the copy's
-            self._bf16_copies[network] = copied = _Bf16Copy(list(network.parameters()), model, PackedInference(model))
-        if copied.versions != copied.source_versions():
-            with torch.no_grad():
-                for c, p in zip(copied.model.parameters(), copied.source):
-                    c.copy_(p)
-            copied.refreshed()
-        return copied
-
-    def _to_input(self, frames: np.ndarray) -> torch.Tensor:
-        """uint8 (N, hist_len, state_dim) or float32 in [0, 1] -> float32 (N, C, 84, 84)
-        channels-last tensor on the device; with bf16 on the CPU, bfloat16 at once: the values
-        autocast would cast the float32 ones to (k / 255 in float32, then rounded). On the CPU
-        in one pass of ``kernels.frames_to_input`` where it runs, else by torch's copies."""
-        dtype = torch.float32 if self._bf16_copies is None else torch.bfloat16
-        if self.device.type == "cpu" and isinstance(frames, np.ndarray):
-            x = kernels.frames_to_input(frames, dtype)  # the same values in one pass, where it runs
-            if x is not None:
-                return x
+    def _to_input(self, frames) -> torch.Tensor:
+        """uint8 (N, hist_len, state_dim) stored frames (which become k / 255) or float32 ones
+        in [0, 1] (NumPy arrays, or tensors on the device) -> float32 (N, C, 84, 84)
+        channels-last tensor on the device."""
         x = frames if isinstance(frames, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(frames))
-        x = x.to(self.device)
-        x = x.reshape(len(x), -1, INPUT_SIDE, INPUT_SIDE)
-        # Reordered and converted in one copy, one channel at a time: 2x faster than
-        # .contiguous(memory_format=channels_last) for 4, and no second float copy.
-        nhwc = torch.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], dtype=dtype, device=x.device)
+        x = x.to(self.device).reshape(len(x), -1, INPUT_SIDE, INPUT_SIDE)
+        # Reordered and converted in one copy per channel: faster than
+        # .contiguous(memory_format=torch.channels_last), and no second float copy.
+        nhwc = torch.empty(x.shape[:1] + x.shape[2:] + x.shape[1:2], dtype=torch.float32, device=x.device)
         for c in range(x.shape[1]):
             nhwc[..., c] = x[:, c]
         return nhwc.permute(0, 3, 1, 2).div_(255) if x.dtype == torch.uint8 else nhwc.permute(0, 3, 1, 2)
 
     def _greedy_q(self, states) -> torch.Tensor:
         """Q-values float32 (N, n_actions) of uint8 or float32 states (N, hist_len, state_dim)."""
-        network = self._inference(self.network)  # outside inference mode: the copy serves backward passes too
         with torch.inference_mode(), self._autocast():
-            return network(self._to_input(states)).float()
+            return self.network(self._to_input(states)).float()
 
     def greedy(self, state: np.ndarray) -> int:
         """Argmax of Q(state, .) with uniform random tie-breaking (``greedy``).
@@ -265,8 +214,6 @@ class NeuralQLearner:
         if self.target_q and self.num_steps % self.target_q == 1 and self._target_stale:
             self.target_network.load_state_dict(self.network.state_dict())
             self._target_stale = False
-        if learn and self._overlap is not None:
-            self._overlap.start_next()
         return None if terminal else action
 
     # -- learning ----------------------------------------------------------------------
@@ -287,10 +234,9 @@ class NeuralQLearner:
         """
         target_net = self.target_network if self.target_q else self.network
         with torch.no_grad(), self._autocast():
-            q2_max = self._q_values(self._inference(target_net), s2).float().max(1).values
+            q2_max = self._q_values(target_net, s2).float().max(1).values
         with torch.set_grad_enabled(need_grad), self._autocast():
-            q_all = (self._run(self.network)(self._to_input(s)) if need_grad
-                     else self._q_values(self._inference(self.network), s)).float()
+            q_all = (self.network(self._to_input(s)) if need_grad else self._q_values(self.network, s)).float()
         return *self.td_targets(q_all, q2_max, a, r, term), q2_max, q_all
 
     def td_targets(self, q_all, q2_max, a, r, term):
@@ -310,7 +256,8 @@ class NeuralQLearner:
     def _q_values(self, network, frames) -> torch.Tensor:
         """Q-values of a large batch without gradient, the convolutional trunk in chunks of
         ``TRUNK_CHUNK`` states (identical results: each output row depends on its own input
-        only), the linear layers on the whole batch; saves ~110 MB on the validation set."""
+        only), the linear layers on the whole batch: the validation set's activations never
+        exist all at once."""
         features = [network.features(self._to_input(frames[i:i + TRUNK_CHUNK]))
                     for i in range(0, len(frames), TRUNK_CHUNK)]
         return network.head(torch.cat(features))
@@ -325,8 +272,6 @@ class NeuralQLearner:
             group["lr"] = self.lr
         if self.device.type == "cuda":
             self._update_graph((self.lr, self.r_max), *minibatch)
-        elif self._overlap is not None:
-            self._overlap.update(minibatch)
         else:
             self._learn(*minibatch)
         self._target_stale = True
@@ -335,18 +280,9 @@ class NeuralQLearner:
         """The update proper on a minibatch as ``get_q_update`` takes it (NumPy arrays, or
         CUDA tensors inside a ``CudaGraph``), at the learning rate already set."""
         targets, _, _, q_all = self.get_q_update(s, a, r, s2, term, need_grad=True)
-        copied = None if self._bf16_copies is None else self._bf16_copy(self.network)
         self.optimizer.zero_grad()
-        if copied is not None:
-            copied.model.zero_grad()  # the last update's dw, kept for report()
-        # d/dQ of sum(Q * targets) is exactly targets; backward(targets) would do the same but
-        # imports sympy (75 MB resident) to check the gradient's shape.
-        (q_all * targets).sum().backward()
-        if copied is None:
-            self.optimizer.step()
-            return
-        self.optimizer.step_from_bfloat16(copied.model.parameters())  # refreshes the copy too
-        copied.refreshed()
+        q_all.backward(targets)  # the Lua's network:backward(s, targets)
+        self.optimizer.step()
 
     # -- validation ----------------------------------------------------------------------
     def sample_validation_data(self) -> None:
@@ -370,9 +306,6 @@ class NeuralQLearner:
         layers = self.network.layers()
         names = [f"nn.{'Linear' if isinstance(layer, torch.nn.Linear) else 'SpatialConvolution'}" for layer in layers]
         grads = [layer.weight.grad for layer in layers]
-        copied = None if self._bf16_copies is None else self._bf16_copies.get(self.network)
-        if copied is not None:  # step_from_bfloat16 leaves dw in the bfloat16 copy without a weight cost
-            grads = [g if g is not None else c.weight.grad for g, c in zip(grads, copied.model.layers())]
         lines = []
         for heading, tensors in (("Weight", [layer.weight for layer in layers]), ("Weight grad", grads)):
             absolute = [torch.zeros(1) if t is None else t.detach().double().abs() for t in tensors]
@@ -440,23 +373,3 @@ class NeuralQLearner:
         if self.device.type == "cuda":
             self._update_graph.reset()  # the optimiser's buffers are new tensors
 
-
-@dataclasses.dataclass
-class _Bf16Copy:
-    """A network's bfloat16 copy and its packed inference; ``versions``: the version counters
-    of the network's parameters (``source``) whose values the copy holds (each in-place change
-    of a tensor bumps its counter)."""
-
-    source: list[torch.Tensor]
-    model: torch.nn.Module
-    packed: PackedInference
-    versions: list[int] | None = None
-
-    def source_versions(self) -> list[int]:
-        """The source parameters' version counters now."""
-        return [p._version for p in self.source]
-
-    def refreshed(self) -> None:
-        """Record that the copy now holds the source's current values."""
-        self.versions = self.source_versions()
-        self.packed.clear()

@@ -9,8 +9,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import kernels
-
 OUT_SIZE = 84
 LUMINANCE = (np.float32(0.299), np.float32(0.587), np.float32(0.114))
 
@@ -94,30 +92,7 @@ def to_bytes(state: np.ndarray) -> np.ndarray:
 
 
 def preprocess(screen: np.ndarray) -> np.ndarray:
-    """``to_bytes(scale_y(screen))``: the state the agent stores, uint8 (7056,), from a pooled
-    RGB screen, float32 (H, W, 3) in [0, 1], H and W at least 84 (other inputs go to NumPy).
-    Ports ``NeuralQLearner:preprocess`` with ``TransitionTable:add_recent_state``'s byte
-    conversion. In one pass of ``kernels.c``'s ``screen_to_bytes`` where it runs (the same
-    bytes: the same float32 operations in the same order; 0.06 ms against 0.16 with the caches
-    cold), else in NumPy.
-    """
-    h, w = screen.shape[:2]
-    if screen.dtype != np.float32 or screen.shape[2:] != (3,) or min(h, w) < OUT_SIZE:
-        return to_bytes(scale_y(screen))
-    try:
-        lib = kernels.library()
-    except RuntimeError:
-        return to_bytes(scale_y(screen))
-    screen = np.ascontiguousarray(screen)
-    out, rows = np.empty(OUT_SIZE * OUT_SIZE, np.uint8), np.empty((h, OUT_SIZE), np.float32)
-    lib.screen_to_bytes(h, w, screen.ctypes.data, *LUMINANCE, *_plan_pointers(w), *_plan_pointers(h), OUT_SIZE,
-                        rows.ctypes.data, out.ctypes.data)
-    return out
-
-
-@lru_cache(maxsize=None)
-def _plan_pointers(n_in: int) -> tuple:
-    """``shrink_plan(n_in, OUT_SIZE)`` as ``screen_to_bytes`` takes it: (terms, addresses of
-    index, weight and count, contiguous arrays that stay alive in ``shrink_plan``'s cache)."""
-    index, weight, count = shrink_plan(n_in, OUT_SIZE)
-    return (len(index), *(a.ctypes.data for a in (index, weight, count)))
+    """The state the agent stores, uint8 (7056,), from a pooled RGB screen, float32 (H, W, 3)
+    in [0, 1]: ``to_bytes(scale_y(screen))``. Ports ``NeuralQLearner:preprocess`` with
+    ``TransitionTable:add_recent_state``'s byte conversion."""
+    return to_bytes(scale_y(screen))

@@ -18,7 +18,7 @@ import torch
 
 from .config import OPTION_BY_NAME, field_type
 from .history import HISTORY_FIELDS, LUA_HISTORIES, HistoryError
-from .network import convnet_atari3
+from .convnet import convnet_atari3
 
 # (kernel, stride, padding) of convnet_atari3's convolutions
 CONV_SHAPES = {"conv1": (8, 4, 1), "conv2": (4, 2, 0), "conv3": (3, 1, 0)}

@@ -75,8 +75,7 @@ class Event:
 class Trainer:
     """DQN 3.0's training run: environment, agent, histories and the loop. Like
     ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for the
-    whole process; ``threads`` is the torch thread count it set: 1 with ``overlap_updates``,
-    whose two threads run one each.
+    whole process; ``threads`` is the torch thread count it set.
 
     Args:
         config: resolved options.
@@ -92,12 +91,11 @@ class Trainer:
     def __init__(self, config: Config, device_gpu: int = -1, pretrained: bool = True):
         self.config = config
         torch.manual_seed(config.seed)
-        self.threads = set_threads(1 if config.overlap_updates else config.threads)
+        self.threads = set_threads(config.threads)
         self.env = GameEnvironment(config.game, config.game_path, config.actrep, config.random_starts,
                                    config.pool_size, config.pool_type, seed=config.seed)
         self.actions = self.env.get_actions()
-        self.agent = NeuralQLearner(self.actions, gpu=device_gpu, precision=config.precision,
-                                    overlap_updates=config.overlap_updates, seed=config.seed,
+        self.agent = NeuralQLearner(self.actions, gpu=device_gpu, precision=config.precision, seed=config.seed,
                                     **config.agent_params())
         if config.network and pretrained:
             self.load_network(config.network, config.best)
@@ -306,8 +304,7 @@ def precision_warning(precision: str, gpu: int) -> str | None:
     None. tf32 is a CUDA mode. On an x86 CPU with neither AMX nor AVX-512 BF16, bf16 is
     emulated (0.2x fp32's steps per second on an AVX2 EPYC). With AVX-512 BF16 alone it depends
     on the CPU, so there is no warning: 0.8x on a Sapphire Rapids-class Xeon exposing no AMX,
-    1.13x to 1.50x on a Zen 4 EPYC; with AMX, 1.4x to 1.6x on such a Xeon (since float32's C
-    kernels; 1.6x to 1.8x before). No Lua counterpart."""
+    1.13x to 1.50x on a Zen 4 EPYC; with AMX, faster than fp32 on such a Xeon. No Lua counterpart."""
     if gpu >= 0 or precision == "fp32":
         return None
     if precision == "tf32":

@@ -1,6 +1,5 @@
 """Shared fixtures: real Pong screens from the emulator (no mock of it)."""
 import os
-import shutil
 import sys
 
 import numpy as np
@@ -8,7 +7,7 @@ import pytest
 import threadpoolctl
 import torch
 
-from dqn_nature import GameEnvironment, kernels
+from dqn_nature import GameEnvironment
 
 # The console scripts the tests run (dqn-train, dqn-convert...) are this environment's, not
 # another installation's that comes first on PATH.
@@ -54,20 +53,3 @@ def single_threaded():
     with threadpoolctl.threadpool_limits(1, user_api="blas"):
         yield
     torch.set_num_threads(threads)
-
-
-def pytest_collection_modifyitems(items):
-    """Tests marked ``needs_c_compiler`` are skipped where ``$CC`` (default ``cc``) is missing."""
-    if shutil.which(os.environ.get("CC", "cc")) is None:
-        for item in items:
-            if "needs_c_compiler" in item.keywords:
-                item.add_marker(pytest.mark.skip(reason="the kernel needs a C compiler"))
-
-
-@pytest.fixture
-def no_c_kernels(monkeypatch):
-    """``kernels.library()`` fails as it does without a C compiler ("no C compiler")."""
-    def no_compiler():
-        raise RuntimeError("no C compiler")
-
-    monkeypatch.setattr(kernels, "library", no_compiler)

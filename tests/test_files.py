@@ -18,7 +18,7 @@ from dqn_nature.files import append_csv_row, atomic_path, unwritable
 from dqn_nature.history import HISTORY_FIELDS, load_history, save_history
 from dqn_nature.network_files import save_network_params
 from dqn_nature.slim import slim_history
-from dqn_nature.network import convnet_atari3
+from dqn_nature.convnet import convnet_atari3
 
 
 def test_a_failed_write_keeps_the_previous_file(tmp_path):

@@ -16,7 +16,7 @@ from dqn_nature import __version__
 from dqn_nature.config import Config
 from dqn_nature.commands.slim import slim_command
 from dqn_nature.history import HistoryError, load_history, save_history
-from dqn_nature.network import convnet_atari3
+from dqn_nature.convnet import convnet_atari3
 from dqn_nature.network_files import load_network, load_network_params, save_network_params
 from dqn_nature.runs import load_runs
 from dqn_nature.slim import slim_history

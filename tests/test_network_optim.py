@@ -1,15 +1,11 @@
 """convnet_atari3 and DeepMindRMSProp."""
 import copy
-import ctypes
 import math
-import warnings
 
-import numpy as np
 import pytest
 import torch
 
-from dqn_nature import kernels, optim
-from dqn_nature.network import PackedInference, convnet_atari3, onednn_bf16
+from dqn_nature.convnet import convnet_atari3
 from dqn_nature.optim import DeepMindRMSProp
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
@@ -79,23 +75,6 @@ def test_forward_is_the_layers_with_relus_between(net):
     torch.testing.assert_close(net(x), expected)
 
 
-@pytest.mark.skipif(not onednn_bf16(), reason="PackedInference's convolutions run in oneDNN")
-def test_packed_inference_equals_the_bfloat16_module(net):
-    model = copy.deepcopy(net).to(torch.bfloat16).to(memory_format=torch.channels_last)
-    packed = PackedInference(model)
-    x = torch.rand(5, 4, 84, 84).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
-    with torch.no_grad():
-        for batch in (x[:1], x[1:], x[:1]):  # one state (fc1 as a matrix-vector product), several, one again
-            assert torch.equal(packed(batch), model(batch))
-        assert sorted(packed._weights) == [1, 4]
-        for p in model.parameters():
-            p.mul_(1.5)
-        stale = packed(x[:1])
-        packed.clear()  # the owner's duty after the weights changed
-        assert not torch.equal(stale, model(x[:1]))
-        assert torch.equal(packed(x[:1]), model(x[:1]))
-
-
 def test_rmsprop_two_steps_by_hand():
     w = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
     opt = DeepMindRMSProp([w], lr=0.1)
@@ -146,157 +125,28 @@ def test_rmsprop_skips_parameters_without_gradient():
     assert torch.equal(w.detach(), torch.ones(2))
 
 
-def test_deepmind_rmsprop_is_a_torch_optimizer_without_the_compiler_import():
-    import subprocess
-    import sys
-
-    code = ("import sys, torch; from dqn_nature.optim import DeepMindRMSProp; "
-            "o = DeepMindRMSProp(torch.nn.Linear(2, 2).parameters()); o.zero_grad(); "
-            "print(isinstance(o, torch.optim.Optimizer), 'torch._dynamo' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["True", "False"]
-
-
-@pytest.mark.needs_c_compiler
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("wc", [0.0, 0.01])
-def test_float32_rmsprop_by_the_kernel_has_the_bits_of_torchs_passes(monkeypatch, threads, wc):
-    # step() runs each parameter through kernels.c's rmsprop where it passed its probe against
-    # torch's eager passes (it does here: torch's vector loops fuse as the kernel does, and its
-    # square root is MKL's). Over three steps of the network's own parameters (a channels-last
-    # convolution weight, fc1's 1.6 million, biases of 6 and 32), on one thread and two, the
-    # weights, the gradients (dw - wc w in place) and g, g2 equal the eager passes' bit for bit.
-    fused = optim._exact_kernel
-    assert fused() is not None
-    torch.set_num_threads(threads)
+def test_rmsprop_state_dict_round_trip():
+    # The usual calls save and restore g and g2 and the learning rate; steps then continue
+    # exactly as the optimiser saved would have.
     torch.manual_seed(0)
-    nets = [convnet_atari3(6).to(memory_format=torch.channels_last) for _ in range(2)]
-    nets[1].load_state_dict(nets[0].state_dict())
-    opts = [DeepMindRMSProp(net.parameters(), lr=0.00025, wc=wc) for net in nets]
-    for _ in range(3):
-        grads = [torch.randn_like(p) * 10 ** (6 * torch.rand_like(p) - 5) for p in nets[0].parameters()]
-        for net, opt, kernel in zip(nets, opts, (fused, lambda: None)):
-            for p, dw in zip(net.parameters(), grads):
-                p.grad = dw.clone()
-            monkeypatch.setattr(optim, "_exact_kernel", kernel)
-            opt.step()
-    for (p, q), (a, b) in zip(zip(*(net.parameters() for net in nets)), zip(*(opt.state.values() for opt in opts))):
-        assert p.stride() == q.stride()
-        for x, y in [(p, q), (p.grad, q.grad), (a["g"], b["g"]), (a["g2"], b["g2"])]:
-            assert torch.equal(x, y)
+    net = convnet_atari3(6).to(memory_format=torch.channels_last)
+    opt = DeepMindRMSProp(net.parameters(), lr=0.001)
+    grads = [[torch.randn_like(p) for p in net.parameters()] for _ in range(3)]
 
+    def step(params, optimiser, dws):
+        for p, dw in zip(params, dws):
+            p.grad = dw.clone()
+        optimiser.step()
 
-VML_SQRT = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-
-
-def one_ulp_above(vml_sqrt: int):
-    """A square root with the signature of MKL's ``vmsSqrt`` (at address ``vml_sqrt``) whose
-    every result is one ulp above that function's: roots that surely differ from torch's."""
-    mkl = VML_SQRT(vml_sqrt)
-
-    @VML_SQRT
-    def root(n, src, dst, mode):
-        mkl(n, src, dst, mode)
-        out = np.ctypeslib.as_array((ctypes.c_float * n).from_address(dst))
-        np.nextafter(out, np.float32(np.inf), out=out)
-
-    return root
-
-
-@pytest.mark.needs_c_compiler
-@pytest.mark.parametrize("change", ["no MKL square root", "another square root"])
-def test_float32_rmsprop_kernel_is_refused_unless_it_has_torchs_bits(monkeypatch, change):
-    # Without MKL's vmsSqrt, or with a square root whose bits differ from torch's, the kernel is
-    # not used: its probe against the eager passes fails, and step() runs those passes. The
-    # other root is MKL's one ulp up, not VML's low-accuracy mode: on some CPUs (AMD's, where
-    # MKL takes its generic code paths) that mode gives the high-accuracy mode's bits.
-    if change == "no MKL square root":
-        monkeypatch.setattr(kernels, "mkl_sqrt", lambda: None)
-    else:
-        root = one_ulp_above(kernels.mkl_sqrt())
-        monkeypatch.setattr(kernels, "mkl_sqrt", lambda: ctypes.cast(root, ctypes.c_void_p).value)
-    optim._exact_kernel.cache_clear()
-    try:
-        assert optim._exact_kernel() is None
-        torch.manual_seed(0)
-        w = torch.randn(5000, requires_grad=True)
-        start, dw = w.detach().clone(), torch.randn(5000)
-        w.grad = dw.clone()
-        DeepMindRMSProp([w], lr=0.1).step()  # from g = g2 = 0: g = 0.05 dw, g2 = 0.05 dw^2
-        expected = start + 0.1 * dw / torch.sqrt(0.05 * dw * dw - (0.05 * dw) ** 2 + 0.01)
-        torch.testing.assert_close(w.detach(), expected)
-    finally:
-        monkeypatch.undo()
-        optim._exact_kernel.cache_clear()
-    assert optim._exact_kernel() is not None
-
-
-def bf16_copies(params):
-    """bfloat16 copies of ``params`` with gradients set: the agent's bf16 mode on the CPU."""
-    copies = [p.detach().to(torch.bfloat16) for p in params]
-    for c in copies:
-        c.grad = (torch.randn(c.shape) * 0.1).to(torch.bfloat16)
-    return copies
-
-
-@pytest.mark.needs_c_compiler
-@pytest.mark.parametrize("wc", [0.0, 0.01])
-def test_rmsprop_from_bfloat16_gradients_by_the_kernel_and_by_torch(monkeypatch, wc):
-    # The C kernel's update against torch's (casts, step, copies) over two steps at different
-    # learning rates, without and with a weight cost: equal up to rounding (the kernel rounds
-    # its square roots correctly and fuses no multiply-add). dw stays in the copies without a
-    # weight cost, else dw - wc w goes to the parameters' grad. The first shape is a
-    # channels-last convolution weight, as the agent's.
-    torch.manual_seed(0)
-    shapes = [(32, 4, 8, 8), (32,), (6, 512)]
-    params = {mode: [torch.randn(s).contiguous(memory_format=torch.channels_last if len(s) == 4 else
-                                               torch.contiguous_format).requires_grad_() for s in shapes]
-              for mode in ("kernel", "eager")}
-    with torch.no_grad():
-        for p, q in zip(*params.values()):
-            q.copy_(p)
-    opts = {mode: DeepMindRMSProp(ps, wc=wc) for mode, ps in params.items()}
-    for lr in (0.1, 0.3):
-        grads = bf16_copies(params["eager"])
-        for mode, opt in opts.items():
-            opt.param_groups[0]["lr"] = lr
-            copies = [c.detach().clone() for c in grads]
-            for c, g in zip(copies, grads):
-                c.grad = g.grad.clone()
-            monkeypatch.setattr(optim, "_no_kernel", mode == "eager")
-            opt.step_from_bfloat16(copies)
-            assert optim._no_kernel == (mode == "eager")  # the kernel did not fail
-            assert all(torch.equal(c, p.detach().to(torch.bfloat16)) for c, p in zip(copies, params[mode]))
-            if wc:
-                assert all(c.grad is None and p.grad.dtype == torch.float32 for c, p in zip(copies, params[mode]))
-            else:
-                assert all(p.grad is None for p in params[mode])
-                assert all(torch.equal(c.grad, g.grad) for c, g in zip(copies, grads))
-        for p, q in zip(*params.values()):
-            pairs = [(p, q)] + [(opts["kernel"].state[p][k], opts["eager"].state[q][k]) for k in ("g", "g2")]
-            for x, y in pairs + ([(p.grad, q.grad)] if wc else []):
-                torch.testing.assert_close(x.detach(), y.detach(), rtol=1e-6, atol=1e-7)
-
-
-def test_rmsprop_from_bfloat16_gradients_falls_back_when_the_kernel_fails(monkeypatch, no_c_kernels):
-    monkeypatch.setattr(optim, "_no_kernel", False)
-    torch.manual_seed(0)
-    w = torch.randn(3, 5, requires_grad=True)
-    reference = w.detach().clone().requires_grad_()
-    opt, ref_opt = DeepMindRMSProp([w], lr=0.1), DeepMindRMSProp([reference], lr=0.1)
-    for i in range(2):
-        copies = bf16_copies([w])
-        reference.grad = copies[0].grad.float()
-        ref_opt.step()
-        if i == 0:
-            message = r"^the C RMSProp kernel is unavailable \(no C compiler\): bf16 updates run in torch, slower$"
-            with pytest.warns(RuntimeWarning, match=message):
-                opt.step_from_bfloat16(copies)
-        else:  # once only
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                opt.step_from_bfloat16(copies)
-        assert torch.equal(w.detach(), reference.detach()) and w.grad is None  # no weight cost: dw stays
-        assert torch.equal(copies[0], w.detach().to(torch.bfloat16)) and torch.equal(copies[0].grad.float(),
-                                                                                     reference.grad)
-    assert optim._no_kernel
+    step(list(net.parameters()), opt, grads[0])
+    saved = copy.deepcopy(opt.state_dict())
+    twin = copy.deepcopy(net)
+    restored = DeepMindRMSProp(twin.parameters())
+    restored.load_state_dict(saved)
+    assert restored.param_groups[0]["lr"] == 0.001
+    for dws in grads[1:]:
+        step(list(net.parameters()), opt, dws)
+        step(list(twin.parameters()), restored, dws)
+    for p, q in zip(net.parameters(), twin.parameters()):
+        assert torch.equal(p, q)
+        assert all(torch.equal(opt.state[p][k], restored.state[q][k]) for k in ("g", "g2"))

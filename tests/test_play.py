@@ -20,7 +20,7 @@ import t7writer
 from clicheck import assert_bad_input
 from dqn_nature.environment import GameEnvironment
 from dqn_nature.history import HISTORY_FIELDS, HistoryError, save_history
-from dqn_nature.network import convnet_atari3
+from dqn_nature.convnet import convnet_atari3
 from dqn_nature.network_files import load_network, save_network_params
 from dqn_nature.commands.slim import slim_command
 from dqn_nature.neural_q_learner import NeuralQLearner

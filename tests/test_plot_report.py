@@ -1,4 +1,4 @@
-"""Loading runs, dqn-plot and dqn-report (issue 7)."""
+"""Loading runs, dqn-plot and dqn-report, and the reference data they compare runs with."""
 import csv
 import json
 import re
@@ -18,13 +18,15 @@ from dqn_nature.config import Config
 from dqn_nature.history import save_history
 from dqn_nature.network_files import save_network_params
 from dqn_nature.runs import history_paths, load_runs
-from dqn_nature.network import convnet_atari3
+from dqn_nature.convnet import convnet_atari3
 from dqn_nature import plot
-from dqn_nature.plot import main as plot_main, seed_curves, x_values
-from dqn_nature.report import main as report_main, report_rows
-from dqn_nature.scores import SCORES
+from dqn_nature.commands.plot import main as plot_main
+from dqn_nature.commands.report import main as report_main
+from dqn_nature.plot import display_name, seed_curves, x_values
+from dqn_nature.report import aggregate, report_rows
+from dqn_nature.scores import dqn_normalised, human_normalised, read_curves, reference
 
-REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference"
+SHARED_REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference"  # where the data came from
 PNG_SIZE = (1100, 450)  # plot.FIGSIZE (11 x 4.5 inches) at the default 100 dpi
 REFERENCE_GREY = (210, 210, 210)  # the --reference band: grey at alpha 0.35 on white
 SEED_BAND = (198, 220, 236)  # the first configuration's band: C0 at alpha 0.25 on white
@@ -135,15 +137,26 @@ def test_x_axes_and_seed_statistics(tmp_path):
     assert std.tolist() == [1.0, 2.0, 0.0]
 
 
-@pytest.mark.skipif(not (REFERENCE / "nature_dqn_scores.csv").exists(), reason="../shared/reference absent")
-def test_scores_match_the_reference_csv():
-    with open(REFERENCE / "nature_dqn_scores.csv", newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.DictReader(f))
-    assert sorted(SCORES) == sorted(r["game"] for r in rows)
-    for r in rows:
-        expected = [float(r[k]) if r[k] else None
-                    for k in ("dqn_nature_mean", "dqn_nature_std", "random_score", "human_score")]
-        assert list(SCORES[r["game"]]) == expected, r["game"]
+@pytest.mark.skipif(not SHARED_REFERENCE.exists(), reason="the reference data's source folder is absent")
+def test_the_shipped_reference_data_is_the_source_s_unchanged():
+    from importlib import resources
+
+    for name in ("dopamine_dqn_curves.csv", "nature_dqn_scores.csv", "atari57_random_human.csv"):
+        shipped = (resources.files("dqn_nature") / "reference" / name).read_bytes()
+        assert shipped == (SHARED_REFERENCE / name).read_bytes(), name
+
+
+def test_reference_scores_come_from_the_shipped_files():
+    assert tuple(reference("pong")) == (18.9, 1.3, -20.7, 14.6)
+    assert tuple(reference("alien")) == (3069, None, 227.8, 7127.7)  # no standard deviation listed
+    assert tuple(reference("defender")) == (None, None, 2874.5, 18688.9)  # in the 57 games, not in the Nature table
+    assert tuple(reference("tetris")) == (None, None, None, None)
+    assert human_normalised(-3.05, "pong") == pytest.approx(50.0)  # halfway from -20.7 to 14.6
+    assert dqn_normalised(-0.9, "pong") == pytest.approx(50.0)  # halfway from -20.7 to 18.9
+    assert dqn_normalised(1.0, "defender") is None and human_normalised(1.0, "tetris") is None
+    curves = read_curves("dopamine")
+    assert curves.label == "Dopamine DQN" and len(curves.points) == 60 and curves.runs("pong") == 5
+    assert sorted(curves.points["pong"])[:2] == [1e6, 2e6] and len(curves.points["pong"]) == 199
 
 
 # -- dqn-plot --------------------------------------------------------------------------------
@@ -203,19 +216,24 @@ def test_configurations_differing_in_many_arguments_are_labelled_and_drawn_in_th
     assert code == 0 and err == ""
 
 
-def test_plot_reference_overlay(tmp_path, capsys):
-    ref = REFERENCE / "dopamine_dqn_curves.csv"
-    if not ref.exists():
-        ref = tmp_path / "curves.csv"
-        ref.write_text("game,run,frames,mean_return\n" + "".join(
-            f"pong,{r},{f * 1_000_000},{-21 + f * 3 + r}\n" for r in range(3) for f in range(1, 6)))
+def test_plot_reference_overlay(tmp_path, capsys, monkeypatch, chdir_tmp):
+    # "dopamine" names the curves shipped with the package, from any folder; the band is
+    # labelled with what it is.
     run = synthetic(tmp_path / "run.h5", list(np.linspace(-21, 0, 20)))  # 4M frames
     plain, overlay = tmp_path / "plain.png", tmp_path / "overlay.png"
     run_cli(plot_main, [run, "-o", plain], capsys)
-    code, _, err = run_cli(plot_main, [run, "-o", overlay, "--reference", ref], capsys)
+    code, _, err = run_cli(plot_main, [run, "-o", overlay, "--reference", "dopamine"], capsys)
     assert code == 0 and err == ""
     assert Image.open(overlay).size == PNG_SIZE
     assert count_colour(overlay, REFERENCE_GREY) - count_colour(plain, REFERENCE_GREY) > 3000
+    figure = drawn_figure(monkeypatch, capsys, [run, "-o", tmp_path / "f.png", "--reference", "dopamine"])
+    dopamine = read_curves("dopamine").points["pong"]
+    low, high = min(min(dopamine[f]) for f in (1e6, 2e6, 3e6, 4e6)), max(max(dopamine[f]) for f in (1e6, 2e6, 3e6, 4e6))
+    assert band_extent(figure.axes[0], "Dopamine DQN, 5 runs") == (1e6, 4e6, low, high)
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["run", "Dopamine DQN, 5 runs"]
+    import matplotlib.pyplot as plt
+    plt.close(figure)
 
 
 def test_plot_leaves_out_reference_curves_that_start_past_the_runs_end(tmp_path, capsys):

@@ -3,9 +3,7 @@ import cv2
 import numpy as np
 import pytest
 
-from dqn_nature import kernels
-from dqn_nature.environment import GameEnvironment
-from dqn_nature.preprocess import preprocess, shrink_plan, scale_y, to_bytes
+from dqn_nature.preprocess import shrink_plan, scale_y, to_bytes
 
 pytestmark = pytest.mark.usefixtures("single_threaded")
 F32 = np.float32
@@ -113,30 +111,3 @@ def test_to_bytes_truncates():
     assert out.dtype == np.uint8
     np.testing.assert_array_equal(out, [0, 127, 254, 255, 0])
 
-
-@pytest.mark.needs_c_compiler
-def test_preprocess_in_one_c_pass_stores_numpys_bytes(pong_screens):
-    # kernels.c's screen_to_bytes against to_bytes(scale_y()): real screens of four games,
-    # random screens, uniform greys that land next to a byte boundary (141/142 above), and a
-    # taller screen (another plan for the columns). Each state is compared whole.
-    kernels.library()  # builds here
-    rng = np.random.default_rng(0)
-    screens = list(pong_screens[::10])
-    for game in ("breakout", "space_invaders", "seaquest"):
-        env = GameEnvironment(game, seed=2)
-        for _ in range(20):
-            screens.append(env.step(env.actions[rng.integers(len(env.actions))])[0])
-    screens += [rng.random((210, 160, 3), dtype=F32) for _ in range(10)]
-    screens += [np.full((210, 160, 3), F32(grey) / F32(255)) for grey in (142, 236)]
-    screens.append(rng.random((250, 160, 3), dtype=F32))
-    for screen in screens:
-        out = preprocess(screen)
-        assert out.dtype == np.uint8 and out.shape == (7056,)
-        np.testing.assert_array_equal(out, to_bytes(scale_y(screen)))
-
-
-def test_preprocess_without_the_kernel_is_numpys(monkeypatch, no_c_kernels, pong_screens):
-    np.testing.assert_array_equal(preprocess(pong_screens[50]), to_bytes(scale_y(pong_screens[50])))
-    grey64 = np.full((210, 160, 3), 0.5, np.float64)  # not float32: NumPy's path, kernel or not
-    monkeypatch.undo()
-    np.testing.assert_array_equal(preprocess(grey64), to_bytes(scale_y(grey64)))
