@@ -174,7 +174,7 @@ def test_resume_equals_the_uninterrupted_run(runs):
 
 
 def test_a_bf16_run_resumes_exactly_too(tmp_path):
-    # bf16 on the CPU: bfloat16 copies of the networks and the C RMSProp kernel, rebuilt on resume.
+    # bf16 on the CPU: autocast's forward and backward passes, float32 weights and RMSProp.
     folders = {k: tmp_path / k for k in ("straight", "stopped")}
     for key, extra in (("straight", []), ("stopped", ["--steps", 200])):
         folders[key].mkdir()
@@ -187,20 +187,24 @@ def test_a_bf16_run_resumes_exactly_too(tmp_path):
     assert_same_outcome(folders["stopped"] / "run.h5", folders["straight"] / "run.h5")
 
 
-def test_an_overlapped_run_resumes_exactly_and_gives_the_in_line_runs_outcome(tmp_path):
-    # --overlap-updates: a checkpoint taken while an update is in flight on the worker.
-    folders = {k: tmp_path / k for k in ("in line", "straight", "stopped")}
-    for key, extra in (("in line", []), ("straight", ["--overlap-updates"]),
-                       ("stopped", ["--overlap-updates", "--steps", 200])):
-        folders[key].mkdir()
-        result = dqn_train(folders[key], *EXACT, *extra)
-        assert result.returncode == 0, result.stderr
-    result = dqn_train(folders["stopped"], "--resume", "run", "--steps", 300)
+def test_a_run_of_the_removed_overlap_updates_option_loads_and_resumes(tmp_path, runs):
+    # A checkpoint and a history written with --overlap-updates (an option of earlier versions,
+    # stored in their arguments): the history loads, and the resumed run says in one line that it
+    # goes on with the plain update, which gives the overlapped updates' bits on one thread.
+    folders, _ = runs
+    result = dqn_train(tmp_path, *EXACT, "--steps", 200)
     assert result.returncode == 0, result.stderr
-    with h5py.File(folders["stopped"] / "run.h5") as f:
-        assert f["arguments"].attrs["overlap_updates"]  # kept from the checkpoint
-    assert_same_outcome(folders["stopped"] / "run.h5", folders["straight"] / "run.h5")
-    assert_same_outcome(folders["straight"] / "run.h5", folders["in line"] / "run.h5")
+    for name in ("run.ckpt", "run.h5"):
+        with h5py.File(tmp_path / name, "r+") as f:
+            f["arguments"].attrs["overlap_updates"] = True
+    assert load_history(str(tmp_path / "run.h5")).steps == 200
+    result = dqn_train(tmp_path, "--resume", "run", "--steps", 300)
+    assert result.returncode == 0, result.stderr
+    assert one_line(result.stderr) == ("overlap_updates is no longer an option: this run continues with the plain "
+                                       "update, the same arithmetic (bit for bit with --threads 1)")
+    with h5py.File(tmp_path / "run.h5") as f:
+        assert "overlap_updates" not in f["arguments"].attrs
+    assert_same_outcome(tmp_path / "run.h5", folders["straight"] / "run.h5")
 
 
 # -- SIGKILL at random moments ---------------------------------------------------------
