@@ -69,20 +69,18 @@ def table_bytes(table: TransitionTable) -> int:
     return table.s.nbytes + table.a.nbytes + table.r.nbytes + table.t.nbytes
 
 
-def train_full(size: int, steps: int, precision: str, overlap: bool, folder: str) -> None:
+def train_full(size: int, steps: int, precision: str, folder: str) -> None:
     """(In a fresh process.) A Trainer with a full table of ``size`` filled from
     ``<folder>/frames.npz``: train, save, print peak RSS. The frames are freed before training."""
     config = resolve(dict(game="pong", replay_memory=size, learn_start=600, steps=steps, eval_freq=steps // 2,
-                          eval_steps=200, threads=1, precision=precision, overlap_updates=overlap,
-                          name=f"{folder}/memory", verbose=0))
+                          eval_steps=200, threads=1, precision=precision, name=f"{folder}/memory", verbose=0))
     trainer = Trainer(config)
     with np.load(f"{folder}/frames.npz") as data:
         fill(trainer.agent.transitions, data["frames"], data["terminals"], data["rewards"], size)
     for _ in trainer.run():
         pass
     trainer.save()
-    mode = precision + (", --overlap-updates" if overlap else "")
-    print(f"trainer ({mode}): {steps} steps with a full table of {size} transitions, history saved; "
+    print(f"trainer ({precision}): {steps} steps with a full table of {size} transitions, history saved; "
           f"peak RSS {peak_rss_gb():.3f} GB", flush=True)
 
 
@@ -92,8 +90,7 @@ def train_full(size: int, steps: int, precision: str, overlap: bool, folder: str
 @click.option("--steps", default=2000, show_default=True, help="trainer steps on the full table (0: skip)")
 @click.option("--precision", default="fp32", show_default=True, type=click.Choice(["fp32", "bf16"]),
               help="the trainer's --precision")
-@click.option("--overlap-updates", "overlap", is_flag=True, help="the trainer with --overlap-updates")
-def main(size, frames, steps, precision, overlap):
+def main(size, frames, steps, precision):
     """Peak memory of a full replay memory of SIZE transitions, alone and in a trainer."""
     data = collect(frames)
     before = peak_rss_gb()
@@ -109,7 +106,7 @@ def main(size, frames, steps, precision, overlap):
         with tempfile.TemporaryDirectory() as folder:
             np.savez(f"{folder}/frames.npz", frames=data[0], terminals=data[1], rewards=data[2])
             child = multiprocessing.get_context("spawn").Process(target=train_full,
-                                                                 args=(size, steps, precision, overlap, folder))
+                                                                 args=(size, steps, precision, folder))
             child.start()
             child.join()
         if child.exitcode:

@@ -16,8 +16,7 @@ update_freq) and loop / floor is what the loop itself adds.
     python benchmarks/throughput.py --threads 1 --steps 2000 --precision fp32 --precision bf16 --vs-baseline
 
 With ``--vs-baseline`` each round times ``benchmarks/baseline.py`` and then each precision
-in this process, and prints the ratio to that round's baseline. With ``--overlap-updates``
-each CPU precision is timed a second time with ``dqn-train``'s ``--overlap-updates``.
+in this process, and prints the ratio to that round's baseline.
 """
 from __future__ import annotations
 
@@ -62,12 +61,12 @@ class Clock:
         return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
-def make_trainer(steps, learn_start, replay, epsilon, precision, threads, gpu, overlap=False) -> Trainer:
+def make_trainer(steps, learn_start, replay, epsilon, precision, threads, gpu) -> Trainer:
     """A Pong trainer with the paper's settings but these, and no evaluation."""
     total = learn_start + WARMUP + steps
     config = resolve(dict(game="pong", steps=total, eval_freq=total + 1, replay_memory=replay,
                           learn_start=learn_start, ep=epsilon, ep_end=epsilon, precision=precision,
-                          threads=threads, gpu=gpu, verbose=0, overlap_updates=overlap))
+                          threads=threads, gpu=gpu, verbose=0))
     return Trainer(config, gpu)
 
 
@@ -162,40 +161,33 @@ def machine(cuda: bool) -> str:
 @click.option("--epsilon", default=0.1, show_default=True, help="exploration rate held while timed")
 @click.option("--rounds", default=1, show_default=True, help="repetitions of the whole measurement")
 @click.option("--vs-baseline", is_flag=True, help="also time benchmarks/baseline.py in each round")
-@click.option("--overlap-updates", "overlap", is_flag=True,
-              help="also time each CPU precision with dqn-train's --overlap-updates (its own two threads)")
 @click.option("--components/--no-components", "components_", default=True, show_default=True,
               help="time the components after the first round of each precision")
 @click.option("--component-calls", default=200, show_default=True, help="calls per timing block")
-def main(device, precision, threads, steps, learn_start, replay, epsilon, rounds, vs_baseline, overlap,
-         components_, component_calls):
+def main(device, precision, threads, steps, learn_start, replay, epsilon, rounds, vs_baseline, components_,
+         component_calls):
     """Time the trainer's learning phase on Pong (see the module docstring)."""
     cuda = device == "cuda"
     if "tf32" in precision and not cuda:
         raise click.BadParameter("tf32 is a CUDA mode (on the CPU it is fp32)", param_hint="--precision")
-    if overlap and cuda:
-        raise click.BadParameter("--overlap-updates is a CPU mode", param_hint="--overlap-updates")
     gpu = 0 if cuda else -1
     n = set_threads(threads)
-    variants = [(p, p, False) for p in precision] + [(f"{p}+overlap", p, True) for p in precision if overlap]
     click.echo(f"machine: {machine(cuda)}")
     click.echo(f"torch {torch.__version__}, {n} torch thread(s), device {device}, steps {steps}, "
                f"learn_start {learn_start}, replay {replay}, epsilon {epsilon}")
-    ratios = {label: [] for label, _, _ in variants}
+    ratios = {p: [] for p in precision}
     for r in range(rounds):
         base = None
         if vs_baseline:
-            set_threads(threads)  # an --overlap-updates trainer left this thread at one
             base = baseline.run(steps, learn_start, replay, epsilon, device, warmup=WARMUP)
             click.echo(f"round {r}: baseline {rates(base)}")
-        for label, p, overlapped in variants:
-            set_threads(threads)
-            trainer = make_trainer(steps, learn_start, replay, epsilon, p, threads, gpu, overlapped)
+        for p in precision:
+            trainer = make_trainer(steps, learn_start, replay, epsilon, p, threads, gpu)
             loop = time_loop(trainer, cuda)
-            line = f"round {r}: {label:12s} {rates(loop)}"
+            line = f"round {r}: {p:12s} {rates(loop)}"
             if base:
                 ratio = (loop[0] / base[0], loop[1] / base[1])
-                ratios[label].append(ratio)
+                ratios[p].append(ratio)
                 line += f"  x{ratio[0]:.2f} baseline (wall), x{ratio[1]:.2f} (CPU)"
             click.echo(line)
             if components_ and r == 0:
