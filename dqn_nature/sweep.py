@@ -1,4 +1,5 @@
-"""``dqn-sweep``: one ``dqn-train`` run per (game, seed) as Ray tasks, on this machine or a cluster.
+"""Sweeps: one ``dqn-train`` run per (game, seed) as Ray tasks, on this machine or a cluster (the
+work of ``dqn-sweep``, ``commands/sweep.py``).
 
 Each run is ``dqn-train --game G --seed K --name OUT/G/seed<K>/NAME [options]`` in a subprocess
 (isolated torch threads and signals, the real command-line validation), with its output in
@@ -11,12 +12,9 @@ knows the game where the runs go to a cluster (``--address``), whose workers may
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
-import importlib.util
 import json
-import math
 import os
 import re
 import shlex
@@ -31,8 +29,6 @@ import time
 import click
 from tqdm import tqdm
 
-from .console import fail, run_command
-from .files import creation_problem, os_reason
 
 POLL_SECONDS = 3.0
 CONNECT_SECONDS = 10.0  # for a Ray cluster given by --address host:port
@@ -44,7 +40,7 @@ FORMAT_VERSION = 1
 _LOG_LINE = re.compile(r"Steps: (\d+) \(frames: \d+\), (?:reward: ([^,\s]+)|([\d.]+) steps/s)")
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
@@ -78,7 +74,7 @@ def train_run(arguments: list[str], checkpoint: str, log: str, cwd: str) -> dict
     # Without a checkpoint to continue, the run starts afresh over whatever it left before.
     command = [exe, *(["--resume", checkpoint] if resumed else ["--overwrite"]), *arguments]
     os.makedirs(os.path.dirname(log), exist_ok=True)
-    started, t0, stderr = _now(), time.monotonic(), {}
+    started, t0, stderr = now(), time.monotonic(), {}
     with open(log, "a") as out:
         out.write(f"# dqn-sweep on {socket.gethostname()} at {started}: {shlex.join(command)}\n")
         out.flush()
@@ -105,7 +101,7 @@ def train_run(arguments: list[str], checkpoint: str, log: str, cwd: str) -> dict
     error = (None if code == 0 else f"killed by signal {-code}" if code < 0
              else stderr.get("error") or stderr.get("last") or f"exit status {code}")
     return dict(exit_code=code, error=error, resumed=resumed, host=socket.gethostname(), started=started,
-                finished=_now(), seconds=round(time.monotonic() - t0, 1))
+                finished=now(), seconds=round(time.monotonic() - t0, 1))
 
 
 def _copy_lines(stream, out, seen: dict) -> None:
@@ -396,163 +392,7 @@ def start_ray(address: str | None):
     return ray
 
 
-class FiniteFloatRange(click.FloatRange):
-    """click's ``FloatRange`` without inf and nan, which it lets through (nan is in every range):
-    those fail as a usage error (``click.BadParameter``, exit 2). No Lua counterpart."""
-
-    def convert(self, value, param, ctx):
-        """click's ``convert``, refusing inf and nan (``click.BadParameter``)."""
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
-
-
-class SweepCommand(click.Command):
-    """The sweep's click command: a whole ``-h`` argument is ``--help``, as in the other
-    commands. A declared ``-h`` would also take the dqn-train Lua flags that the sweep passes
-    through and that start with h (``-hist_len`` as ``-h`` and ``ist_len``). No Lua counterpart."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """click's ``parse_args`` with each whole ``-h`` read as ``--help``."""
-        return super().parse_args(ctx, ["--help" if arg == "-h" else arg for arg in args])
-
-
-@click.command(cls=SweepCommand, context_settings=dict(ignore_unknown_options=True, allow_extra_args=True,
-                                                       help_option_names=["--help"], max_content_width=110))
-@click.option("--games", required=True, metavar="G1,G2,...", help="ale-py ROM ids, comma-separated")
-@click.option("--seeds", default="1", show_default=True, metavar="SEEDS", help="e.g. 1-5, 1,3,7 or 1-3,10")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="sweep folder: DIR/<game>/seed<k>/ per run, DIR/sweep.json")
-@click.option("--args", "-args", "preset", metavar="PRESET", help="dqn-train preset for every run")
-@click.option("--name", "-name", metavar="NAME", help="file base name in each run folder [DQN3_0_1_<game>_FULL_Y]")
-@click.option("--address", metavar="ADDRESS", help="Ray cluster: auto, host:port or ray://host:10001 "
-              "[default: a Ray instance started here]")
-@click.option("--cpus-per-run", type=FiniteFloatRange(min=0, min_open=True), default=1, show_default=True,
-              help="CPUs Ray reserves per run (also dqn-train --threads unless given)")
-@click.option("--gpus-per-run", type=FiniteFloatRange(min=0), default=0, show_default=True,
-              help="GPUs Ray reserves per run (fractions share one); 0 also means dqn-train --gpu -1 unless given")
-@click.option("--max-concurrent", type=click.IntRange(min=0), default=0, show_default=True,
-              help="runs at a time at most (0: as many as the resources allow)")
-@click.pass_context
-def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, gpus_per_run, max_concurrent):
-    """Train every GAME x SEED with dqn-train, as Ray tasks; other options go to dqn-train.
-
-    Example: dqn-sweep --games pong,breakout --seeds 1-5 --args run_gpu --gpus-per-run 1 --out sweeps/paper
-
-    Running the same command again skips finished runs and restarts the others (from their
-    checkpoint). Ctrl-C or SIGTERM cancels the runs, which leave their last history and
-    checkpoint. Exit status: 0 if every run finished, 1 if one failed or sweep.json could not be
-    written, 2 for bad options, an unknown game or no reachable Ray, 130 after Ctrl-C, 143 after
-    SIGTERM.
-    """
-    from .config import ConfigError, default_name
-    from .environment import GameError, rom_path
-
-    game_list = list(dict.fromkeys(g.strip() for g in games.split(",") if g.strip()))
-    out = os.path.abspath(out)
-    record_path = os.path.join(out, "sweep.json")
-    try:
-        if not game_list:
-            raise click.BadParameter("no game given", param_hint="--games")
-        seed_list = parse_seeds(seeds)
-        # A folder in it could lead every run to one file (../x, /abs/x): the runs would share
-        # one history, and a run that never trained would count as finished.
-        if name and (os.path.basename(name) != name or (os.altsep and os.altsep in name) or name in (".", "..")
-                     or name.endswith((".h5", ".ckpt"))):
-            raise click.BadParameter(f"{name!r}: give a file base name, without a folder or suffix (each run's "
-                                     "files are OUT/<game>/seed<k>/NAME.h5 and .ckpt)", param_hint="--name")
-        forwarded, config = train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
-        for game in game_list:  # on a cluster, only the name: see the module's docstring
-            rom_path(game, None if address else config.game_path)
-        options = fixed_options(config)
-        check_same_experiment(record_path, options)
-    except (click.ClickException, ConfigError, GameError) as e:
-        fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
-    if importlib.util.find_spec("ray") is None:
-        fail("Ray is not installed: pip install 'dqn-nature[ray]'")
-    from .checkpoint import CheckpointError, read_header
-    from .history import HistoryError, load_history
-
-    arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
-                     steps=config.steps, options=options, address=address, cpus_per_run=cpus_per_run,
-                     gpus_per_run=gpus_per_run, max_concurrent=max_concurrent)
-    done_before = previous_finished(record_path, arguments)
-    runs = []
-    for game in game_list:
-        for seed in seed_list:
-            folder = os.path.join(out, game, f"seed{seed}")
-            base = os.path.join(folder, name or default_name(game))
-            run = Run(game, seed, folder, base + ".h5", base + ".ckpt", os.path.join(folder, "train.log"),
-                      *run_logs(config, game, seed))
-            try:
-                history = load_history(run.history)
-                run.steps = history.steps
-                run.reward = float(history.reward_history[-1]) if len(history.reward_history) else None
-            except HistoryError:  # none yet, or --save-versions' <name>_<k>.h5: the checkpoint's step
-                with contextlib.suppress(CheckpointError):
-                    run.steps = read_header(run.checkpoint)[1]
-            if run.steps >= config.steps or (game, seed) in done_before:
-                run.state = "skipped"
-            runs.append(run)
-    todo = [r for r in runs if r.state == "pending"]
-    table, started, interrupted, ray = Table(runs, config.steps), _now(), False, None
-    stop = []  # the signal that interrupted the sweep
-    try:  # before Ray, whose start is slow and talkative
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        fail(f"cannot write in --out {out}: {os_reason(e)}")
-    problem = creation_problem(out)
-    if problem:
-        fail(f"cannot write in --out {out}: {problem}")
-    if todo:
-        try:
-            ray = start_ray(address)
-        except Exception as e:  # ConnectionError, RuntimeError, ValueError: each version differs
-            fail(f"cannot start or reach Ray{' at ' + address if address else ''}: {e}")
-        have = ray.cluster_resources()
-        for option, need, kind in (("--cpus-per-run", cpus_per_run, "CPU"), ("--gpus-per-run", gpus_per_run, "GPU")):
-            if need > have.get(kind, 0):  # Ray would wait for them for ever
-                ray.shutdown()
-                fail(f"{option} {need:g}: the Ray cluster has {have.get(kind, 0):g} {kind}s")
-    try:
-        write_record(record_path, arguments, runs, started, None)
-    except OSError as e:
-        fail(f"cannot write {record_path}: {os_reason(e)}", code=1)
-
-    def save(finished: str | None = None) -> bool:
-        """Write sweep.json again; where that fails (a full disk), warn and return False: the
-        runs are not stopped for their record."""
-        try:
-            write_record(record_path, arguments, runs, started, finished)
-        except OSError as e:
-            click.echo(f"dqn-sweep: warning: cannot write {record_path}: {os_reason(e)} (the runs are unaffected; "
-                       "the same command run again rewrites it)", err=True)
-            return False
-        return True
-
-    if ray:
-        def interrupt(signum, frame):
-            stop.append(signum)
-            raise KeyboardInterrupt
-
-        # After ray.init, whose handler only logs a SIGTERM; a SIGINT ignored by a background
-        # shell is taken too, as dqn-train takes it.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, interrupt)
-        try:
-            interrupted = _run_all(ray, todo, table, forwarded, max_concurrent or len(todo), cpus_per_run,
-                                   gpus_per_run, save)
-        finally:
-            ray.shutdown()
-    table.show(final=True)
-    recorded = save(_now())
-    _summary(runs, out, table)
-    sys.exit(128 + stop[0] if interrupted else
-             0 if recorded and all(r.state in ("finished", "skipped") for r in runs) else 1)
-
-
-def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concurrent: int, cpus: float,
+def run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concurrent: int, cpus: float,
              gpus: float, save) -> bool:
     """Submit the runs (at most ``max_concurrent`` at a time), poll them until all have ended,
     calling ``save()`` on each change of state; return whether Ctrl-C (or SIGTERM) interrupted
@@ -610,7 +450,7 @@ def _run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concu
     return False
 
 
-def _summary(runs: list[Run], out: str, table: Table) -> None:
+def summary(runs: list[Run], out: str, table: Table) -> None:
     click.echo(f"Sweep: {table.counts()} of {len(runs)} runs")
     for r in runs:
         if r.state == "failed":
@@ -619,8 +459,3 @@ def _summary(runs: list[Run], out: str, table: Table) -> None:
     click.echo(f"Compare the games over their seeds: dqn-report {out}")
     click.echo(f"Plot a game's seeds: dqn-plot {out}/<game> -o {out}/<game>.png "
                f"(e.g. dqn-plot {out}/{runs[0].game} -o {out}/{runs[0].game}.png)")
-
-
-def main(args=None):
-    """Entry point of ``dqn-sweep``."""
-    run_command(sweep_command, args)

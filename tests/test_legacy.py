@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import t7writer
 from clicheck import assert_bad_input
 from dqn_nature.config import resolve
-from dqn_nature.convert import convert_command as convert_main
+from dqn_nature.commands.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history
 from dqn_nature.convnet import convnet_atari3
 from dqn_nature.network_files import load_network

@@ -19,8 +19,8 @@ def _entry(module: str):
 
 train = _entry("commands.train")
 test = _entry("commands.test")
-convert = _entry("convert")
+convert = _entry("commands.convert")
 plot = _entry("commands.plot")
 report = _entry("commands.report")
-sweep = _entry("sweep")
+sweep = _entry("commands.sweep")
 slim = _entry("commands.slim")
