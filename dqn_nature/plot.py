@@ -1,44 +1,60 @@
-"""``dqn-plot``: training curves in the style of Figure 2 of Mnih et al. (Nature 2015).
+"""Training curves in the style of Figure 2 of Mnih et al. (Nature 2015), for ``dqn-plot``.
 
-Two panels against training frames, agent steps or epochs: the average score per
-evaluation episode (``score_history``: ``reward_history`` where an episode finished) and
-the average predicted action value on the held-out validation set (``v_history``). Seeds
-of one configuration draw as a mean line with a band; the paper's score, the random and
-human scores and external curves (``--reference``) can be drawn for comparison.
+Two panels per game against training frames, agent steps or epochs: the average score per
+evaluation episode (``score_history``: ``reward_history`` where an episode finished) and the
+average predicted action value on the held-out validation set (``v_history``). Several games
+draw side by side, a column each, as the paper's figure does. Seeds of one configuration draw
+as a mean line with a band; the paper's score, the random and human scores and reference
+curves (``scores.read_curves``, such as Dopamine's DQN) can be drawn for comparison. No Lua
+counterpart.
 """
 from __future__ import annotations
 
-import csv
 import io
+import math
 import os
+import re
 import textwrap
 
-import click
 import numpy as np
 
-from .console import fail, run_command
-from .files import atomic_path, os_reason, unwritable
-from .history import HistoryError
+from .files import atomic_path, unwritable
 from .runs import history_paths, load_runs
-from .scores import reference
+from .scores import CurvesError, read_curves, reference
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 UPDATES_PER_EPOCH = 50_000  # the paper's epoch: 50,000 minibatch updates
 # The paper's setting (an update every 4 steps of 4 frames): frames per epoch, for curves known only in frames.
 NATURE_FRAMES_PER_EPOCH = UPDATES_PER_EPOCH * 4 * 4
-REFERENCE_COLUMNS = ("game", "run", "frames", "mean_return")
 X_LABELS = {"frames": "Training frames", "steps": "Training steps (agent steps)",
             "epochs": "Training epochs (50,000 minibatch updates)"}
-LEGEND_WIDTH = 50  # characters per line of a legend entry, so one fits its panel
-FIGSIZE = (11.0, 4.5)  # inches; the image is FIGSIZE x dpi pixels
+SCORE_LABEL, VALUE_LABEL = "Average score per episode", "Average action value (Q)"
+LEGEND_WIDTH = 50  # characters per line of a legend entry
+FIGSIZE = (11.0, 4.5)  # inches, one game; the image is FIGSIZE x dpi pixels
+GAME_SIZE = (3.7, 5.2)  # inches per game (a column of two panels) when several games are drawn
+MAX_COLUMNS = 4  # games side by side; more wrap to further rows
 # The largest magnitude of a value drawn: matplotlib's axis arithmetic overflows near float64's
 # largest (1.8e308), and a band's standard deviation squares the values. No float32 network's
 # Q-value (3.4e38 at most) nor game score comes near it.
 DRAWABLE = 1e150
+# Titles of games whose ROM id does not spell them (the others: words capitalised).
+DISPLAY_NAMES = {
+    "hero": "H.E.R.O.", "jamesbond": "James Bond", "kung_fu_master": "Kung-Fu Master", "ms_pacman": "Ms. Pac-Man",
+    "montezuma_revenge": "Montezuma's Revenge", "qbert": "Q*bert", "riverraid": "River Raid",
+    "up_n_down": "Up'n Down", "wizard_of_wor": "Wizard of Wor", "yars_revenge": "Yars' Revenge",
+}
 
 
 class PlotError(ValueError):
     """Bad input for a plot; the message is one line for the user."""
+
+
+def display_name(game: str) -> str:
+    """The title of ``game`` (an ale-py ROM id): "space_invaders" gives "Space Invaders"; a
+    name that is not a ROM id (other characters than a-z, 0-9, _) is kept as it is."""
+    if not re.fullmatch(r"[a-z0-9_]+", game):
+        return game
+    return DISPLAY_NAMES.get(game, " ".join(word.capitalize() for word in game.split("_")))
 
 
 def x_values(run, steps: np.ndarray, x: str) -> np.ndarray:
@@ -76,74 +92,85 @@ def seed_curves(run_set, field: str, x: str):
     return (x_values(run_set.runs[0], np.array(steps, dtype=np.int64), x), *stats)
 
 
-def read_reference(path: str) -> dict:
-    """Curves from a UTF-8 CSV (with or without a byte-order mark, as Excel saves it) with columns
-    ``game,run,frames,mean_return`` (other columns ignored).
+def _printable(text: str) -> str:
+    """``text`` with the bytes that are not UTF-8 (held as surrogates, as Python holds them in
+    file names and command-line arguments) as U+FFFD: text that matplotlib can draw."""
+    return os.fsencode(text).decode(errors="replace")
 
-    Returns ``{game: (frames, low, high)}``: float64 arrays of the sorted distinct frames and
-    the min and max of ``mean_return`` over runs there.
 
-    Raises:
-        PlotError: unreadable file, missing columns or a value that is not a finite number
-            of magnitude at most ``DRAWABLE``.
-    """
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in REFERENCE_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise PlotError(f"{path}: reference CSV lacks column(s) {', '.join(missing)} "
-                                f"(needs {','.join(REFERENCE_COLUMNS)})")
-            points = {}
-            for line, row in enumerate(reader, start=2):
-                try:
-                    frames, value = float(row["frames"]), float(row["mean_return"])
-                    if not (abs(frames) <= DRAWABLE and abs(value) <= DRAWABLE):  # NaN included
-                        raise ValueError
-                except (TypeError, ValueError):
-                    raise PlotError(f"{path}:{line}: frames and mean_return must be finite numbers "
-                                    f"(of magnitude at most {DRAWABLE:g})") from None
-                points.setdefault(row["game"], {}).setdefault(frames, []).append(value)
-    except OSError as e:
-        raise PlotError(f"{path}: cannot read the reference CSV ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise PlotError(f"{path}: not a text CSV file") from None
-    except csv.Error as e:  # e.g. a field over the csv module's size limit
-        raise PlotError(f"{path}: not a readable CSV file ({e})") from None
-    curves = {}
-    for game, by_frames in points.items():
-        frames = sorted(by_frames)
-        curves[game] = (np.array(frames), np.array([min(by_frames[f]) for f in frames]),
-                        np.array([max(by_frames[f]) for f in frames]))
-    return curves
+def _labels(run_sets, labels) -> list[str]:
+    """The legend text of each run set: ``labels`` (one for all, or one each), or by default
+    the set's label with its number of seeds."""
+    labels = [_printable(label) for label in labels]
+    if not labels:
+        return [s.label + (f" ({len(s.runs)} seeds)" if len(s.runs) > 1 else "") for s in run_sets]
+    if len(labels) == 1:
+        return labels * len(run_sets)
+    if len(labels) != len(run_sets):
+        raise PlotError(f"{len(labels)} labels for {len(run_sets)} configurations "
+                        f"({', '.join(s.label for s in run_sets)}); give one label, or one per configuration "
+                        "in this order")
+    return labels
+
+
+def _check_drawable(name: str, what: str, values) -> None:
+    values = np.asarray(values, dtype=np.float64)
+    largest = np.abs(values[np.isfinite(values)]).max(initial=0.0)
+    if largest > DRAWABLE:
+        raise PlotError(f"{name}: {what} holds {largest:.3g}, too large to draw (at most {DRAWABLE:g}; "
+                        "a damaged file?)")
+
+
+def _reference_band(curves, game: str, x: str, actrep: int, x_max: float):
+    """``(xs, low, high)`` of ``curves`` for ``game`` on axis ``x`` up to the first point at or
+    after ``x_max`` (in epochs at the paper's 800,000 frames per epoch); None without a point."""
+    by_frames = curves.points.get(game)
+    if not by_frames:
+        return None
+    frames = np.array(sorted(by_frames))
+    xs = {"frames": frames, "steps": frames / actrep, "epochs": frames / NATURE_FRAMES_PER_EPOCH}[x]
+    n = np.searchsorted(xs, x_max) + 1
+    return (xs[:n], np.array([min(by_frames[f]) for f in frames[:n]]),
+            np.array([max(by_frames[f]) for f in frames[:n]]))
 
 
 def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_random_human: bool = False,
-              reference_csv: str | None = None, allow_mixed: bool = False, dpi: int = 100, nature: bool = True,
-              note=lambda message: None) -> None:
-    """Draw the two Figure-2 panels for the histories ``paths`` and write ``output``.
+              reference_curves: str | None = None, nature: bool | None = None, labels=(), title: str | None = None,
+              dpi: int = 100, note=lambda message: None) -> None:
+    """Draw the Figure-2 panels of the histories ``paths`` and write ``output``.
+
+    One game gives two panels side by side (score, value), ``FIGSIZE``; several games give a
+    column of the two panels per game, up to ``MAX_COLUMNS`` columns a row, ``GAME_SIZE`` per
+    game. The legend sits below the panels, one entry per label.
 
     Args:
         paths: history files or folders (see ``runs.load_runs``; a file in a folder that is
             not a readable history is skipped, and ``note`` called with why).
-        output: ``.png``, ``.svg`` or ``.pdf`` path, written atomically; a PNG is
-            ``FIGSIZE`` x ``dpi`` pixels.
+        output: ``.png``, ``.svg`` or ``.pdf`` path, written atomically.
         x: ``"frames"``, ``"steps"`` or ``"epochs"``.
         band: ``"minmax"`` or ``"std"`` (mean +- one standard deviation over seeds).
         show_random_human: also draw the random and human scores.
-        reference_csv: external curves in frames (see ``read_reference``), drawn as a grey band
-            over the runs' range (up to its first point at or after their last evaluation); in
+        reference_curves: curves for ``scores.read_curves`` ("dopamine" or a CSV path), drawn as
+            a grey min-max band over their runs, labelled with what they are and how many runs,
+            over the runs' range (up to their first point at or after the last evaluation); in
             epochs they are converted at the paper's 800,000 frames per epoch.
-        allow_mixed: allow runs of several games in one figure.
-        nature: draw the Nature DQN score, a dashed line with its standard deviation hatched.
+        nature: the Nature DQN score (a dashed line, its standard deviation hatched): True
+            draws it, False leaves it out, None draws it where it lies within the range of the
+            panel's other data (the paper's score comes after 200 M frames, and would dwarf
+            the curves of a run's first millions).
+        labels: the legend text of the configurations: one for all, or one per configuration
+            in the order of ``runs.load_runs``; by default their file names.
+        title: the figure's title; by default the game's name for one game, none for several.
+        dpi: resolution of a PNG.
         note: called with a one-line message for runs with nothing to draw, for evaluations
-            that finished no episode (no score to draw) and for runs of one configuration that
-            share a seed.
+            that finished no episode (no score to draw), for runs of one configuration that
+            share a seed, and for games the reference curves lack.
 
     Raises:
         PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``)
-            or that is one of ``paths``' histories, mixed games, bad reference CSV, no run with an
-            evaluation, or a value beyond ``DRAWABLE`` in magnitude (a damaged history).
+            or that is one of ``paths``' histories, labels that do not match the configurations,
+            no run with an evaluation, or a value beyond ``DRAWABLE`` in magnitude.
+        scores.CurvesError: reference curves that cannot be read.
         history.HistoryError: a path that is not a history, or no readable history at all.
         OSError: the figure cannot be written.
     """
@@ -157,19 +184,18 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     if os.path.realpath(output) in map(os.path.realpath, history_paths(paths)):  # a link to one too
         raise PlotError(f"{output} is one of the histories to plot; write the figure to another file")
     run_sets = load_runs(paths, skip=lambda m: note(f"skipped {m}"))
+    texts = _labels(run_sets, labels)
     games = list(dict.fromkeys(s.game for s in run_sets))
-    if len(games) > 1 and not allow_mixed:
-        raise PlotError(f"the runs are of several games ({', '.join(games)}); pass --allow-mixed to plot them together")
-    curves = {} if reference_csv is None else read_reference(reference_csv)
+    curves = None if reference_curves is None else read_curves(reference_curves)
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
         raise PlotError("no evaluation in any of the runs yet; nothing to plot")
     for s in run_sets:
         for field in ("score_history", "v_history"):
-            values = np.concatenate([getattr(run, field) for run in s.runs])
-            largest = np.abs(values[np.isfinite(values)]).max(initial=0.0)
-            if largest > DRAWABLE:
-                raise PlotError(f"{s.label}: {field} holds {largest:.3g}, too large to draw (at most "
-                                f"{DRAWABLE:g}; a damaged history?)")
+            _check_drawable(s.label, field, np.concatenate([getattr(run, field) for run in s.runs]))
+    if curves is not None:
+        for game in games:
+            for frames, values in curves.points.get(game, {}).items():
+                _check_drawable(reference_curves, f"{game}'s curves", [frames, *values])
     for s in run_sets:
         for message in s.notes():
             note(message)
@@ -180,68 +206,26 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    # Frames and steps as 250k or 1M; epochs as plain numbers (an engineering 250m reads as millions).
-    eng = matplotlib.ticker.EngFormatter(sep="")
 
-    def x_text(value: float) -> str:
-        return f"{value:g}" if x == "epochs" else eng(value)
-
+    colours = {text: f"C{i}" for i, text in enumerate(dict.fromkeys(texts))}
     # Names are plain text: a "$" in a file or game name does not start mathtext.
     with matplotlib.rc_context({"text.parse_math": False}):
-        # One x range: a score panel with no score (no evaluation finished an episode) takes the runs' range.
-        fig, (ax_score, ax_value) = plt.subplots(1, 2, sharex=True, figsize=FIGSIZE, dpi=dpi, layout="constrained")
-        x_max = -np.inf
-        for i, s in enumerate(run_sets):
-            if not any(len(run.step_history) for run in s.runs):
-                continue
-            seeds = len(s.runs)
-            label = "\n".join(textwrap.wrap(s.label + (f" ({seeds} seeds)" if seeds > 1 else ""), LEGEND_WIDTH))
-            for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
-                xs, mean, low, high, std = seed_curves(s, field, x)
-                if not len(xs):
-                    continue
-                x_max = max(x_max, xs[-1])
-                ax.plot(xs, mean, color=f"C{i}", marker="o" if len(xs) < 30 else None, markersize=3, label=label)
-                if seeds > 1:
-                    lo, hi = (mean - std, mean + std) if band == "std" else (low, high)
-                    ax.fill_between(xs, lo, hi, color=f"C{i}", alpha=0.25, linewidth=0)
-        actrep = run_sets[0].runs[0].actrep
-        for game in games:
-            suffix = f" ({game})" if len(games) > 1 else ""
-            ref = reference(game)
-            if nature and ref.nature_mean is not None:
-                text = f"Nature DQN {ref.nature_mean:g}" + (f" ± {ref.nature_std:g}" if ref.nature_std else "")
-                ax_score.axhline(ref.nature_mean, color="black", linestyle="--", linewidth=1, label=text + suffix)
-                if ref.nature_std:
-                    ax_score.axhspan(ref.nature_mean - ref.nature_std, ref.nature_mean + ref.nature_std,
-                                     facecolor="none", edgecolor="black", alpha=0.25, hatch="//", linewidth=0)
-            if show_random_human:
-                for value, name, color in ((ref.random, "random", "tab:red"), (ref.human, "human", "tab:green")):
-                    if value is not None:
-                        ax_score.axhline(value, color=color, linestyle=":", linewidth=1.2,
-                                         label=f"{name} {value:g}{suffix}")
-            if reference_csv:
-                if game not in curves:
-                    note(f"{reference_csv}: no reference curves for {game}")
-                    continue
-                frames, low, high = curves[game]
-                ref_x = {"frames": frames, "steps": frames / actrep, "epochs": frames / NATURE_FRAMES_PER_EPOCH}[x]
-                n = np.searchsorted(ref_x, x_max) + 1  # up to the first point at or after the runs' end
-                if n < 2:  # a band of one point is invisible, yet it would have a legend entry
-                    note(f"{reference_csv}: the {game} curves start at {x_text(ref_x[0])} {x}, past the runs' end; "
-                         "not drawn")
-                    continue
-                ax_score.fill_between(ref_x[:n], low[:n], high[:n], color="grey", alpha=0.35, linewidth=0,
-                                      label=f"{os.path.basename(reference_csv)}{suffix}")
-        ax_score.set(xlabel=X_LABELS[x], ylabel="Average score per episode", title="Average score per episode")
-        ax_value.set(xlabel=X_LABELS[x], ylabel="Average action value (Q)",
-                     title="Average predicted action value (validation set)")
-        for ax in (ax_score, ax_value):
-            if ax.get_legend_handles_labels()[0]:  # a panel can be empty: no score, no value, no reference
-                ax.legend(fontsize="small")
-            if x != "epochs":
-                ax.xaxis.set_major_formatter(eng)
-        fig.suptitle(", ".join(games))
+        fig, panels = _figure(plt, games, x, dpi)
+        legend = {"\n".join(textwrap.wrap(text, LEGEND_WIDTH)): None for text in texts}  # the runs first
+        for game, (ax_score, ax_value) in zip(games, panels):
+            sets = [(s, text) for s, text in zip(run_sets, texts) if s.game == game]
+            _draw_game(ax_score, ax_value, game, sets, colours, x=x, band=band, show_random_human=show_random_human,
+                       curves=curves, nature=nature, one_game=len(games) == 1, note=note,
+                       source=reference_curves)
+            for ax in (ax_score, ax_value):
+                for handle, text in zip(*ax.get_legend_handles_labels()):
+                    legend[text] = legend.get(text) or handle
+        legend = {text: handle for text, handle in legend.items() if handle}  # runs without evaluation: none
+        if legend:
+            fig.legend(legend.values(), legend.keys(), loc="outside lower center", fontsize="small",
+                       ncols=_legend_columns(legend, fig.get_figwidth()), frameon=False)
+        if title or len(games) == 1:
+            fig.suptitle(_printable(title) if title else display_name(games[0]))
         image = io.BytesIO()  # drawn in memory: a full disk then fails our write, not matplotlib's PDF writer
         fig.savefig(image, format=fmt, dpi=dpi)
         plt.close(fig)
@@ -249,46 +233,103 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         fh.write(image.getbuffer())
 
 
-def default_output(first: str) -> str:
-    """``dqn-plot``'s figure without ``-o``, from its first argument: ``runs/a.h5`` gives
-    ``runs/a.png``, the folder ``runs`` gives ``runs/runs.png``. No Lua counterpart."""
-    if os.path.isdir(first):
-        return os.path.join(first, (os.path.basename(os.path.abspath(first)) or "curves") + ".png")
-    return (first[:-3] if first.endswith(".h5") else first) + ".png"
+def _figure(plt, games: list, x: str, dpi: int):
+    """The figure and, per game, its (score, value) axes, titled and labelled; several games
+    draw as a column each."""
+    if len(games) == 1:
+        fig, (ax_score, ax_value) = plt.subplots(1, 2, sharex=True, figsize=FIGSIZE, dpi=dpi, layout="constrained")
+        ax_score.set(title=SCORE_LABEL, ylabel=SCORE_LABEL, xlabel=X_LABELS[x])
+        ax_value.set(title="Average predicted action value (validation set)", ylabel=VALUE_LABEL, xlabel=X_LABELS[x])
+        return fig, [(ax_score, ax_value)]
+    columns = len(games) if len(games) <= MAX_COLUMNS else math.ceil(len(games) / math.ceil(len(games) / MAX_COLUMNS))
+    rows = math.ceil(len(games) / columns)
+    fig, axes = plt.subplots(2 * rows, columns, figsize=(GAME_SIZE[0] * columns, GAME_SIZE[1] * rows), dpi=dpi,
+                             layout="constrained", squeeze=False)
+    panels = []
+    for i, game in enumerate(games):
+        row, column = divmod(i, columns)
+        ax_score, ax_value = axes[2 * row, column], axes[2 * row + 1, column]
+        ax_value.sharex(ax_score)
+        ax_score.set_title(display_name(game))
+        ax_value.set_xlabel(X_LABELS[x])
+        if column == 0:
+            ax_score.set_ylabel(SCORE_LABEL)
+            ax_value.set_ylabel(VALUE_LABEL)
+        panels.append((ax_score, ax_value))
+    for i in range(len(games), rows * columns):
+        row, column = divmod(i, columns)
+        axes[2 * row, column].set_axis_off()
+        axes[2 * row + 1, column].set_axis_off()
+    return fig, panels
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
-@click.argument("runs", nargs=-1, required=True, metavar="RUN.h5|FOLDER...")
-@click.option("-o", "--output", metavar="FIG",
-              help="figure file: .png, .svg or .pdf, replaced if it exists  [default: RUN.png beside the first "
-                   "RUN.h5, or FOLDER/<FOLDER's name>.png where the first is a FOLDER]")
-@click.option("--x", "x", type=click.Choice(list(X_LABELS)), default="frames", show_default=True,
-              help="x axis: frames (steps x actrep), agent steps, or epochs of 50,000 minibatch updates")
-@click.option("--band", type=click.Choice(["minmax", "std"]), default="minmax", show_default=True,
-              help="band over seeds of one configuration: min-max, or mean +- one standard deviation")
-@click.option("--show-random-human", is_flag=True, help="also draw the random and human scores")
-@click.option("--reference", "reference_csv", metavar="CSV",
-              help="overlay curves with columns game,run,frames,mean_return as a grey min-max band over "
-                   "the runs' range (e.g. Dopamine's DQN curves)")
-@click.option("--allow-mixed", is_flag=True, help="allow runs of several games in one figure")
-@click.option("--no-nature", is_flag=True,
-              help="leave out the Nature DQN score, which can dwarf the curves of a run's first millions of frames")
-@click.option("--dpi", type=click.IntRange(10, 1000), default=100, show_default=True,
-              help=f"resolution; a PNG is {FIGSIZE[0]:g} x {FIGSIZE[1]:g} inches x dpi pixels")
-def plot_command(runs, output, x, band, show_random_human, reference_csv, allow_mixed, no_nature, dpi):
-    """Plot DQN training curves (score and validation Q) in the style of Figure 2 of the Nature paper."""
-    output = output or default_output(runs[0])
-    try:
-        plot_runs(runs, output, x=x, band=band, show_random_human=show_random_human, reference_csv=reference_csv,
-                  allow_mixed=allow_mixed, dpi=dpi, nature=not no_nature,
-                  note=lambda m: click.echo(f"dqn-plot: note: {m}", err=True))
-    except (PlotError, HistoryError) as e:
-        fail(str(e))
-    except OSError as e:
-        fail(f"cannot write {output}: {os_reason(e)}", code=1)
-    click.echo(f"Wrote {output}")
+def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, band: str, show_random_human: bool,
+               curves, source: str | None, nature: bool | None, one_game: bool, note) -> None:
+    """Draw the run sets ``sets`` (``(RunSet, legend text)`` pairs) of ``game`` and its
+    reference scores and curves into its two panels (see ``plot_runs``)."""
+    import matplotlib
+
+    eng = matplotlib.ticker.EngFormatter(sep="")  # 250k, 1M; epochs as plain numbers (250m reads as millions)
+    x_max, drawn = -np.inf, []  # the runs' last x; the score panel's values, for the Nature line
+    for s, text in sets:
+        label = "\n".join(textwrap.wrap(text, LEGEND_WIDTH))
+        for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
+            xs, mean, low, high, std = seed_curves(s, field, x)
+            if not len(xs):
+                continue
+            x_max = max(x_max, xs[-1])
+            ax.plot(xs, mean, color=colours[text], marker="o" if len(xs) < 30 else None, markersize=3, label=label)
+            lo = hi = mean
+            if len(s.runs) > 1:
+                lo, hi = (mean - std, mean + std) if band == "std" else (low, high)
+                ax.fill_between(xs, lo, hi, color=colours[text], alpha=0.25, linewidth=0)
+            if ax is ax_score:
+                drawn += [lo, hi]
+    ref = reference(game)
+    if show_random_human:
+        for value, name, colour in ((ref.random, "random", "tab:red"), (ref.human, "human", "tab:green")):
+            if value is not None:
+                ax_score.axhline(value, color=colour, linestyle=":", linewidth=1.2,
+                                 label=f"{name} {value:g}" if one_game else name)
+                drawn.append([value])
+    if curves is not None and x_max > -np.inf:
+        points = _reference_band(curves, game, x, sets[0][0].runs[0].actrep, x_max)
+        if points is None:
+            note(f"{source}: no reference curves for {game}")
+        elif len(points[0]) < 2:  # a band of one point is invisible, yet it would have a legend entry
+            start = f"{points[0][0]:g}" if x == "epochs" else eng(points[0][0])
+            note(f"{source}: the {game} curves start at {start} {x}, past the runs' end; not drawn")
+        else:
+            ax_score.fill_between(*points, color="grey", alpha=0.35, linewidth=0,
+                                  label=f"{curves.label}, {curves.runs(game)} runs")
+            drawn += points[1:]
+    _draw_nature(ax_score, ref, nature, drawn, one_game)
+    if x != "epochs":
+        for ax in (ax_score, ax_value):
+            ax.xaxis.set_major_formatter(eng)
 
 
-def main(args=None):
-    """Entry point of ``dqn-plot``."""
-    run_command(plot_command, args)
+def _draw_nature(ax, ref, nature: bool | None, drawn: list, one_game: bool) -> None:
+    """The Nature DQN score of ``ref`` as a dashed line, its standard deviation hatched, where
+    ``nature`` asks for it (None: where it lies within the range of the values ``drawn``,
+    without widening the axis for the hatching)."""
+    mean, std = ref.nature_mean, ref.nature_std
+    if nature is False or mean is None:
+        return
+    values = np.concatenate([np.ravel(v) for v in drawn]) if drawn else np.empty(0)
+    values = values[np.isfinite(values)]
+    if nature is None and not (len(values) and values.min() <= mean <= values.max()):
+        return
+    limits = ax.get_ylim()
+    text = "Nature DQN" + (f" {mean:g}" + (f" ± {std:g}" if std else "") if one_game else "")
+    ax.axhline(mean, color="black", linestyle="--", linewidth=1, label=text)
+    if std:
+        ax.axhspan(mean - std, mean + std, facecolor="none", edgecolor="black", alpha=0.25, hatch="//", linewidth=0)
+    if nature is None:
+        ax.set_ylim(limits)
+
+
+def _legend_columns(entries, width: float) -> int:
+    """Columns of a legend of ``entries`` (texts) that fit a figure ``width`` inches wide."""
+    longest = max(len(line) for text in entries for line in text.splitlines())
+    return max(1, min(len(entries), int(width // (0.6 + 0.07 * longest))))

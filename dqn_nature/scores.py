@@ -1,18 +1,33 @@
-"""Reference scores: the Nature DQN results and the random and human baselines, per game.
+"""Reference scores and curves: the Nature DQN results, the random and human baselines, and
+learning curves such as Dopamine's DQN, per game. No Lua counterpart.
 
-Sources:
-- ``nature_mean``, ``nature_std``: DQN's score in Extended Data Table 2 of Mnih et al., "Human-level
-  control through deep reinforcement learning", Nature 518, 529-533 (2015); the standard deviation
-  where the table lists one. Only games whose score was cross-checked against a second public
-  transcription are included.
-- ``random``, ``human``: the random-agent and human scores of the 57-game protocol, as listed in
-  DQN Zoo's ``atari_data.py`` (google-deepmind/dqn_zoo).
+The package ships them in ``dqn_nature/reference/``, whose README gives each file's source and
+licence:
+
+- ``nature_dqn_scores.csv``: DQN's score in Extended Data Table 2 of Mnih et al., "Human-level
+  control through deep reinforcement learning", Nature 518, 529-533 (2015), and its standard
+  deviation where the table lists one (29 games);
+- ``atari57_random_human.csv``: the random-agent and human scores of the 57-game protocol, as
+  DQN Zoo lists them;
+- ``dopamine_dqn_curves.csv``: Dopamine's DQN, 5 runs of each of its 60 games, one mean
+  training return per 1,000,000 frames.
 
 Scores are mean undiscounted episode returns (game points). Games are keyed by ale-py ROM id.
 """
 from __future__ import annotations
 
+import csv
+import dataclasses
+import functools
+import io
+import math
+import os
 import typing
+from importlib import resources
+
+CURVE_COLUMNS = ("game", "run", "frames", "mean_return")
+# Curves shipped with the package, by the name that --reference gives them: file and label.
+SHIPPED_CURVES = {"dopamine": ("dopamine_dqn_curves.csv", "Dopamine DQN")}
 
 
 class Score(typing.NamedTuple):
@@ -24,53 +39,108 @@ class Score(typing.NamedTuple):
     human: float | None
 
 
-SCORES: dict[str, Score] = {
-    "alien": Score(3069, None, 227.8, 7127.7),
-    "amidar": Score(739.5, None, 5.8, 1719.5),
-    "assault": Score(3359, None, 222.4, 742.0),
-    "asterix": Score(6012, None, 210.0, 8503.3),
-    "bank_heist": Score(429.7, None, 14.2, 753.1),
-    "battle_zone": Score(26300, None, 2360.0, 37187.5),
-    "beam_rider": Score(6846, 1619, 363.9, 16926.5),
-    "boxing": Score(71.8, None, 0.1, 12.1),
-    "breakout": Score(401.2, 26.9, 1.7, 30.5),
-    "chopper_command": Score(6687, None, 811.0, 7387.8),
-    "crazy_climber": Score(114103, None, 10780.5, 35829.4),
-    "demon_attack": Score(9711, None, 152.1, 1971.0),
-    "enduro": Score(301.8, 24.6, 0.0, 860.5),
-    "freeway": Score(30.3, None, 0.0, 29.6),
-    "frostbite": Score(328.3, None, 65.2, 4334.7),
-    "gopher": Score(8520, None, 257.6, 2412.5),
-    "hero": Score(19950, None, 1027.0, 30826.4),
-    "jamesbond": Score(576.7, None, 29.0, 302.8),
-    "kangaroo": Score(6740, None, 52.0, 3035.0),
-    "krull": Score(3805, None, 1598.0, 2665.5),
-    "kung_fu_master": Score(23270, None, 258.5, 22736.3),
-    "ms_pacman": Score(2311, None, 307.3, 6951.6),
-    "pong": Score(18.9, 1.3, -20.7, 14.6),
-    "private_eye": Score(1788, None, 24.9, 69571.3),
-    "qbert": Score(10596, None, 163.9, 13455.0),
-    "road_runner": Score(18257, None, 11.5, 7845.0),
-    "seaquest": Score(5286, 1310, 68.4, 42054.7),
-    "space_invaders": Score(1976, 893, 148.0, 1668.7),
-    "up_n_down": Score(8456, None, 533.4, 11693.2),
-}
+class CurvesError(ValueError):
+    """Reference curves that cannot be read; the message is one line naming the file."""
+
+
+def shipped(name: str) -> str:
+    """The text of the file ``name`` in the package's ``reference`` folder. Raises OSError."""
+    return (resources.files(__package__) / "reference" / name).read_text(encoding="utf-8")
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text else None
+
+
+@functools.cache
+def _scores() -> dict[str, Score]:
+    """Every game of either shipped score file: its Nature scores and random and human scores."""
+    baselines = {row["game"]: (float(row["random_score"]), float(row["human_score"]))
+                 for row in csv.DictReader(io.StringIO(shipped("atari57_random_human.csv")))}
+    nature = {row["game"]: (_number(row["dqn_nature_mean"]), _number(row["dqn_nature_std"]))
+              for row in csv.DictReader(io.StringIO(shipped("nature_dqn_scores.csv")))}
+    return {game: Score(*nature.get(game, (None, None)), *baselines.get(game, (None, None)))
+            for game in sorted(baselines.keys() | nature.keys())}
 
 
 def reference(game: str) -> Score:
     """The reference scores of ``game`` (ale-py ROM id); all None for a game not listed."""
-    return SCORES.get(game, Score(None, None, None, None))
+    return _scores().get(game, Score(None, None, None, None))
 
 
 def human_normalised(score: float, game: str) -> float | None:
-    """``100 * (score - random) / (human - random)`` in percent; None when random/human are unknown."""
+    """``100 (score - random) / (human - random)`` in percent; None when random/human are unknown."""
     ref = reference(game)
     if ref.random is None or ref.human is None:
         return None
     return 100.0 * (score - ref.random) / (ref.human - ref.random)
 
 
-def percent_of_nature(score: float, game: str) -> float | None:
-    """``100 * score / nature_mean`` in percent; None when the paper's score is unknown (or zero)."""
-    paper = reference(game).nature_mean
-    return None if not paper else 100.0 * score / paper
+def dqn_normalised(score: float, game: str) -> float | None:
+    """``100 (score - random) / (Nature DQN - random)`` in percent: 0 plays as a random agent,
+    100 as the paper's DQN; None when either is unknown (or they are equal)."""
+    ref = reference(game)
+    if ref.random is None or ref.nature_mean is None or ref.nature_mean == ref.random:
+        return None
+    return 100.0 * (score - ref.random) / (ref.nature_mean - ref.random)
+
+
+@dataclasses.dataclass
+class Curves:
+    """Learning curves of several runs per game.
+
+    Attributes: ``label`` (what they are, for legends and tables: "Dopamine DQN" for the
+    shipped curves, the file's name for others); ``points``: ``{game: {frames: [value of each
+    run with a point there, in the file's order]}}``, frames and values as float.
+    """
+
+    label: str
+    points: dict
+
+    def runs(self, game: str) -> int:
+        """How many runs ``game`` has (0 for a game not in the curves)."""
+        return max(map(len, self.points.get(game, {}).values()), default=0)
+
+
+def read_curves(source: str) -> Curves:
+    """Curves from ``source``: a name of ``SHIPPED_CURVES`` ("dopamine"), or the path of a
+    UTF-8 CSV file (with or without a byte-order mark, as Excel saves it) with the columns
+    ``CURVE_COLUMNS`` (others ignored).
+
+    Raises:
+        CurvesError: unreadable file, missing columns or a value that is not a finite number.
+    """
+    if source in SHIPPED_CURVES:
+        name, label = SHIPPED_CURVES[source]
+        return Curves(label, _parse(shipped(name).splitlines(), name))
+    try:
+        with open(source, newline="", encoding="utf-8-sig") as f:
+            points = _parse(f, source)
+    except OSError as e:
+        raise CurvesError(f"{source}: cannot read the reference CSV ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise CurvesError(f"{source}: not a text CSV file") from None
+    stem = os.fsencode(os.path.splitext(os.path.basename(source))[0]).decode(errors="replace")  # U+FFFD: not UTF-8
+    return Curves(stem or source, points)
+
+
+def _parse(lines, source: str) -> dict:
+    """The ``Curves.points`` of CSV ``lines``; ``source`` names them in errors."""
+    try:
+        reader = csv.DictReader(lines)
+        missing = [c for c in CURVE_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise CurvesError(f"{source}: reference CSV lacks column(s) {', '.join(missing)} "
+                              f"(needs {','.join(CURVE_COLUMNS)})")
+        points = {}
+        for line, row in enumerate(reader, start=2):
+            try:
+                frames, value = float(row["frames"]), float(row["mean_return"])
+                if not (math.isfinite(frames) and math.isfinite(value)):
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise CurvesError(f"{source}:{line}: frames and mean_return must be finite numbers") from None
+            points.setdefault(row["game"], {}).setdefault(frames, []).append(value)
+    except csv.Error as e:  # e.g. a field over the csv module's size limit
+        raise CurvesError(f"{source}: not a readable CSV file ({e})") from None
+    return points

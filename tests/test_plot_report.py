@@ -1,9 +1,11 @@
 """Loading runs, dqn-plot and dqn-report, and the reference data they compare runs with."""
 import csv
 import json
+import os
 import re
 import resource
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -216,7 +218,7 @@ def test_configurations_differing_in_many_arguments_are_labelled_and_drawn_in_th
     assert code == 0 and err == ""
 
 
-def test_plot_reference_overlay(tmp_path, capsys, monkeypatch, chdir_tmp):
+def test_plot_reference_overlay(tmp_path, capsys, monkeypatch):
     # "dopamine" names the curves shipped with the package, from any folder; the band is
     # labelled with what it is.
     run = synthetic(tmp_path / "run.h5", list(np.linspace(-21, 0, 20)))  # 4M frames
@@ -252,11 +254,8 @@ def test_plot_leaves_out_reference_curves_that_start_past_the_runs_end(tmp_path,
 def test_plot_labels_fractions_of_an_epoch_as_plain_numbers(tmp_path, capsys, monkeypatch):
     import matplotlib.pyplot as plt
 
-    drawn = []
-    monkeypatch.setattr(plt, "close", drawn.append)
     run = synthetic(tmp_path / "run.h5", [-21.0, -20.0, -19.0])  # 0, 0.25 and 0.5 epochs
-    assert run_cli(plot_main, [run, "-o", tmp_path / "e.png", "--x", "epochs"], capsys)[0] == 0
-    (figure,) = drawn
+    figure = drawn_figure(monkeypatch, capsys, [run, "-o", tmp_path / "e.png", "--x", "epochs"])
     labels = [t.get_text().replace("\N{MINUS SIGN}", "-") for t in figure.axes[0].get_xticklabels()]
     assert "0.2" in labels and all(float(label) < 1 for label in labels)  # not "200m", read as millions
     plt.close(figure)
@@ -304,12 +303,27 @@ def test_plot_draws_dollar_signs_in_names_as_plain_text(tmp_path, capsys):
     assert "run$\\foo$" in texts and "x$\\bar$" in texts
 
 
-def test_plot_no_nature_leaves_out_the_nature_score(tmp_path, capsys):
-    run = synthetic(tmp_path / "run.h5", [1.0, 2.0])
-    for args, drawn in (([], True), (["--no-nature"], False)):
+def test_the_nature_score_is_drawn_where_it_fits_the_panel_or_on_request(tmp_path, capsys):
+    low = synthetic(tmp_path / "low.h5", [1.0, 2.0])  # Pong's Nature score, 18.9, lies above these
+    spanning = synthetic(tmp_path / "spanning.h5", [10.0, 20.0])
+    for run, args, drawn in ((low, [], False), (low, ["--nature"], True), (spanning, [], True),
+                             (spanning, ["--no-nature"], False)):
         assert run_cli(plot_main, [run, "-o", tmp_path / "f.svg", *args], capsys)[0] == 0
         texts = re.findall(r"<!-- (.*?) -->", (tmp_path / "f.svg").read_text())
-        assert ("Nature DQN 18.9 ± 1.3" in texts) == drawn
+        assert ("Nature DQN 18.9 ± 1.3" in texts) == drawn, (run, args)
+
+
+def test_the_nature_score_drawn_by_default_does_not_widen_the_axis(tmp_path, capsys, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    run = synthetic(tmp_path / "run.h5", [18.0, 19.0, 20.0])  # 18.9 +- 1.3 reaches past both ends
+    plain = drawn_figure(monkeypatch, capsys, [run, "-o", tmp_path / "f.png", "--no-nature"]).axes[0].get_ylim()
+    default = drawn_figure(monkeypatch, capsys, [run, "-o", tmp_path / "f.png"]).axes[0]
+    forced = drawn_figure(monkeypatch, capsys, [run, "-o", tmp_path / "f.png", "--nature"]).axes[0]
+    assert [line.get_label() for line in default.lines] == ["run", "Nature DQN 18.9 ± 1.3"]
+    assert default.get_ylim() == plain
+    assert forced.get_ylim()[0] < 17.6 and forced.get_ylim()[1] > 20.2  # the hatching, 17.6 to 20.2, shown whole
+    plt.close("all")
 
 
 def test_plot_notes_a_run_without_evaluation(tmp_path, capsys):
@@ -334,9 +348,8 @@ def test_plot_bad_input(tmp_path, capsys):
     for bad in (text, foreign, params, tmp_path / "missing.h5"):
         expect_error(plot_main, [bad, "-o", tmp_path / "f.png"], capsys, str(bad))
     expect_error(plot_main, [run, "-o", tmp_path / "f.gif"], capsys, "use a .png, .svg or .pdf")
-    other = synthetic(tmp_path / "brk.h5", [3.0], game="breakout")
-    expect_error(plot_main, [run, other, "-o", tmp_path / "f.png"], capsys, "--allow-mixed")
-    assert run_cli(plot_main, [run, other, "-o", tmp_path / "f.png", "--allow-mixed"], capsys)[0] == 0
+    expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--label", "a", "--label", "b"], capsys,
+                 "2 labels for 1 configurations (run); give one label, or one per configuration in this order")
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text("game,iteration,return\npong,0,-20\n")
     expect_error(plot_main, [run, "-o", tmp_path / "g.png", "--reference", bad_csv], capsys,
@@ -367,17 +380,17 @@ def test_report_rows_by_hand(tmp_path, capsys):
     assert pong["best"] == 9.0 and pong["last"] == 5.5 and pong["last_std"] == 2.0
     assert (pong["nature"], pong["nature_std"], pong["random"], pong["human"]) == (18.9, 1.3, -20.7, 14.6)
     assert pong["human_normalised"] == pytest.approx(100 * (5.5 + 20.7) / (14.6 + 20.7))  # 74.22
-    assert pong["percent_of_nature"] == pytest.approx(100 * 5.5 / 18.9)  # 29.10
+    assert pong["dqn_normalised"] == pytest.approx(100 * (5.5 + 20.7) / (18.9 + 20.7))  # 66.16
     assert tetris["last"] == 12.0 and tetris["last_std"] is None
     assert all(tetris[k] is None for k in ("nature", "nature_std", "random", "human", "human_normalised",
-                                           "percent_of_nature"))
+                                           "dqn_normalised"))
 
     code, out, _ = run_cli(report_main, [tmp_path], capsys)  # a folder: all three histories
     assert code == 0
     header, row_pong, row_tetris = out.strip().splitlines()
     assert header.split()[:2] == ["game", "configuration"]
     assert row_pong.split() == ["pong", "pong_s", "2", "600,000", "3", "9.0", "5.5", "2.0", "18.9", "1.3",
-                                "-20.7", "14.6", "74.2", "29.1"]
+                                "-20.7", "14.6", "74.2", "66.2"]
     assert row_tetris.split() == ["tetris", "tetris", "1", "200,000", "1", "12.0", "12.0"]
     assert len({len(header), len(row_pong)}) == 1  # aligned
 
@@ -386,7 +399,7 @@ def test_report_rows_by_hand(tmp_path, capsys):
     out = run_cli(report_main, [c, "--format", "csv"], capsys)[1]
     assert list(csv.DictReader(out.splitlines()))[0] == dict(
         game="tetris", config="tetris", seeds="1", frames="200000", evaluations="1", best="12.0", last="12.0",
-        last_std="", nature="", nature_std="", random="", human="", human_normalised="", percent_of_nature="")
+        last_std="", nature="", nature_std="", random="", human="", human_normalised="", dqn_normalised="")
     lines = run_cli(report_main, [a, c, "--format", "markdown"], capsys)[1].strip().splitlines()
     assert len(lines) == 4 and lines[1].startswith("|---|---|--:") and lines[2].startswith("| pong | pong_s1 |")
 
@@ -503,7 +516,7 @@ def test_report_of_a_run_without_evaluation_has_blanks(tmp_path, capsys):
     code, out, err = run_cli(report_main, [synthetic(tmp_path / "new.h5", []), "--format", "csv"], capsys)
     row = list(csv.DictReader(out.splitlines()))[0]
     assert code == 0 and err == "" and row["evaluations"] == "0"
-    assert row["best"] == row["last"] == row["human_normalised"] == row["percent_of_nature"] == ""
+    assert row["best"] == row["last"] == row["human_normalised"] == row["dqn_normalised"] == ""
     assert row["nature"] == "18.9"
 
 
@@ -531,7 +544,7 @@ def test_plot_refuses_values_too_large_to_draw_with_one_line(tmp_path, capsys):
     bad_csv = tmp_path / "ref.csv"
     bad_csv.write_text("game,run,frames,mean_return\npong,0,0,1e308\npong,1,0,-1e308\npong,0,1e7,0\n")
     expect_error(plot_main, [run, "-o", tmp_path / "f.png", "--reference", bad_csv], capsys,
-                 "ref.csv:2: frames and mean_return must be finite numbers")
+                 "ref.csv: pong's curves holds 1e+308, too large to draw")
     # The largest drawable values, as bands of two seeds and a reference, draw without a warning.
     seeds = [synthetic(tmp_path / f"big{k}.h5", [1e150 * sign, -1e150 * sign], values=[1e150 * sign, -1e150 * sign],
                        seed=k) for k, sign in ((1, 1), (2, -1))]
@@ -565,8 +578,9 @@ def drawn_figure(monkeypatch, capsys, args):
     import matplotlib.pyplot as plt
 
     drawn = []
-    monkeypatch.setattr(plt, "close", drawn.append)
-    code, _, err = run_cli(plot_main, args, capsys)
+    with monkeypatch.context() as patch:
+        patch.setattr(plt, "close", drawn.append)
+        code, _, err = run_cli(plot_main, args, capsys)
     assert code == 0, err
     (figure,) = drawn
     return figure
@@ -599,7 +613,7 @@ def test_plot_axes_in_frames_steps_and_epochs_place_runs_and_reference_curves(tm
         ax_score, ax_value = figure.axes
         (line,) = [l for l in ax_score.lines if l.get_label() == "run"]
         assert line.get_xdata().tolist() == points and ax_value.lines[0].get_xdata().tolist() == points
-        assert band_extent(ax_score, "curves.csv") == (0.0, band_end, -21.0, band_top)
+        assert band_extent(ax_score, "curves, 2 runs") == (0.0, band_end, -21.0, band_top)
         assert ax_score.get_xlabel() == ax_value.get_xlabel() == plot.X_LABELS[x]
         plt.close(figure)
 
@@ -613,3 +627,184 @@ def test_plot_band_over_seeds(tmp_path, capsys, monkeypatch, band, low, high):
     for ax in figure.axes:
         assert band_extent(ax)[2:] == pytest.approx((low, high))
     plt.close(figure)
+
+
+# -- several games, labels, titles -----------------------------------------------------------
+
+def test_display_names_of_games():
+    assert [display_name(g) for g in ("space_invaders", "pong", "ms_pacman", "qbert", "x$\\bar$")] == [
+        "Space Invaders", "Pong", "Ms. Pac-Man", "Q*bert", "x$\\bar$"]
+
+
+def test_several_games_draw_a_column_each_with_the_legend_below_the_panels(tmp_path, capsys, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    games = ("space_invaders", "seaquest", "pong")
+    runs = [synthetic(tmp_path / f"{g}.h5", list(np.linspace(100, 600, 20)), game=g) for g in games]
+    args = [*runs, "-o", tmp_path / "f.png", "--reference", "dopamine", "--no-nature"]
+    figure = drawn_figure(monkeypatch, capsys, args)
+    assert len(figure.axes) == 6
+    scores, values = figure.axes[:3], figure.axes[3:]  # a row of score panels above a row of value panels
+    assert [ax.get_title() for ax in scores] == ["Space Invaders", "Seaquest", "Pong"]
+    assert figure.get_suptitle() == ""
+    for ax_score, ax_value in zip(scores, values):
+        assert ax_score.get_shared_x_axes().joined(ax_score, ax_value)
+        assert ax_score.get_legend() is None and ax_value.get_legend() is None
+    assert not scores[0].get_shared_x_axes().joined(scores[0], scores[1])  # each game its own x range
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == [*games, "Dopamine DQN, 5 runs"]
+    figure.canvas.draw()
+    box = legend.get_window_extent()
+    assert all(box.y1 < ax.get_window_extent().y0 for ax in figure.axes)  # below every panel, over no data
+    plt.close(figure)
+    # One label for all: one legend entry, one colour; a title.
+    figure = drawn_figure(monkeypatch, capsys, [*args, "--label", "dqn_nature", "--title", "Three games"])
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["dqn_nature", "Dopamine DQN, 5 runs"]
+    assert len({ax.lines[0].get_color() for ax in figure.axes}) == 1 and figure.get_suptitle() == "Three games"
+    plt.close(figure)
+    # One label per configuration, in order.
+    figure = drawn_figure(monkeypatch, capsys, [*runs, "-o", tmp_path / "f.png", "--label", "a", "--label", "b",
+                                                "--label", "a"])
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["a", "b"]
+    assert [ax.lines[0].get_color() for ax in figure.axes[:3]] == ["C0", "C1", "C0"]
+    plt.close(figure)
+    with Image.open(tmp_path / "f.png") as im:
+        assert im.size == (3 * 370, 520)  # plot.GAME_SIZE per game at 100 dpi
+
+
+def test_five_games_wrap_to_a_second_row(tmp_path, capsys, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    games = ("pong", "breakout", "enduro", "seaquest", "space_invaders")
+    runs = [synthetic(tmp_path / f"{g}.h5", [1.0, 2.0], game=g) for g in games]
+    figure = drawn_figure(monkeypatch, capsys, [*runs, "-o", tmp_path / "f.png"])
+    shown = [ax for ax in figure.axes if ax.axison]
+    assert len(figure.axes) == 12 and len(shown) == 10  # 3 columns, 2 rows of games; one column pair unused
+    assert [ax.get_title() for ax in shown if ax.get_title()] == ["Pong", "Breakout", "Enduro", "Seaquest",
+                                                                  "Space Invaders"]
+    plt.close(figure)
+
+
+def test_file_names_and_arguments_that_are_not_utf8(tmp_path):
+    """Python holds such bytes as surrogates, which h5py's attributes and matplotlib's text
+    refused with a traceback."""
+    folder = os.fsencode(tmp_path)
+    run = folder + b"/run\xff\xfe.h5"
+    os.rename(synthetic(tmp_path / "run.h5", [1.0, 2.0]), run)
+    csv_file = folder + b"/ref\xff.csv"
+    with open(csv_file, "w") as f:
+        f.write("game,run,frames,mean_return\npong,0,0,-20\npong,0,400000,-10\n")
+    plot = subprocess.run([b"dqn-plot", run, b"--reference", csv_file, b"--label", b"L\xff", b"--title", b"T\xfe"],
+                          capture_output=True)
+    assert plot.returncode == 0 and plot.stderr == b"", plot.stderr
+    with Image.open(folder + b"/run\xff\xfe.png") as im:
+        assert im.size == PNG_SIZE
+    slim = subprocess.run([b"dqn-slim", run, folder + b"/slim\xff.h5", b"--networks", b"none"], capture_output=True)
+    assert slim.returncode == 0 and slim.stderr == b"", slim.stderr
+    assert load_history(os.fsdecode(folder + b"/slim\xff.h5")).attrs["slimmed_from"] == "run\ufffd\ufffd.h5"
+    report = subprocess.run([b"dqn-report", run, b"--format", b"csv"], capture_output=True)
+    assert report.returncode == 0 and b"pong,run\xef\xbf\xbd\xef\xbf\xbd,1," in report.stdout  # U+FFFD twice
+
+
+# -- dqn-report --aggregate ----------------------------------------------------------------------
+
+def dopamine_at(game, frames):
+    """Dopamine's DQN returns of ``game`` at ``frames``, read with the csv module."""
+    from importlib import resources
+
+    text = (resources.files("dqn_nature") / "reference" / "dopamine_dqn_curves.csv").read_text()
+    return [float(r["mean_return"]) for r in csv.DictReader(text.splitlines())
+            if r["game"] == game and int(r["frames"]) == frames]
+
+
+def test_aggregate_by_hand(tmp_path):
+    pytest.importorskip("rliable")
+    # Evaluations every 250,000 steps (1M frames): the fourth at 4M frames.
+    def run(game, seed, score_at_4m):
+        return synthetic(tmp_path / f"{game}_{seed}.h5", [0.0, 0.0, 0.0, score_at_4m, 0.0], game=game, seed=seed,
+                         first_step=250_000, eval_freq=250_000)
+
+    paths = [run("pong", 1, -20.7 + 35.3 * 0.2), run("pong", 2, -20.7 + 35.3 * 0.4),  # 20% and 40% of human
+             run("breakout", 1, 1.7 + 28.8 * 1.0), run("breakout", 2, 1.7 + 28.8 * 3.0),  # 100% and 300%
+             run("seaquest", 1, 68.4 + 41986.3 * 0.5), run("seaquest", 2, 68.4 + 41986.3 * 0.6)]  # 50%, 60%
+    notes = []
+    rows = aggregate(load_runs(paths), frames=4_000_000, reps=300, note=notes.append)
+    assert notes == []
+    # Game means 30, 200, 55: median 55; mean 95; IQM over the six scores 20, 40, 50, 60, 100,
+    # 300: the mean of those left after a quarter of them, rounded down (one), is cut off each end.
+    expected = {"median": 55.0, "IQM": (40 + 50 + 60 + 100) / 4, "mean": 95.0}
+    assert [r["metric"] for r in rows] == list(expected)
+    for row in rows:
+        assert row["score"] == pytest.approx(expected[row["metric"]])
+        assert row["ci_low"] <= row["score"] <= row["ci_high"] and row["ci_low"] < row["ci_high"]
+        assert (row["frames"], row["games"], row["runs"], row["reference_runs"]) == (
+            4_000_000, "breakout pong seaquest", 2, 5)
+    dopamine = {g: [human_normalised(v, g) for v in dopamine_at(g, 4_000_000)] for g in ("breakout", "pong", "seaquest")}
+    means = [np.mean(v) for v in dopamine.values()]
+    assert rows[0]["reference"] == pytest.approx(np.median(means))
+    assert rows[2]["reference"] == pytest.approx(np.mean(means))
+    for row in rows:
+        assert row["reference_ci_low"] <= row["reference"] <= row["reference_ci_high"]
+    again = aggregate(load_runs(paths), frames=4_000_000, reps=300)
+    assert again == rows  # a fixed seed: the same intervals each time
+
+
+def test_aggregate_leaves_out_what_it_cannot_use_and_says_so(tmp_path):
+    pytest.importorskip("rliable")
+    short = synthetic(tmp_path / "short.h5", [5.0], first_step=250_000)  # 1M frames only
+    unscored = synthetic(tmp_path / "unscored.h5", [0.0, 0.0], game="breakout", episodes=[0, 0],
+                         first_step=250_000, eval_freq=250_000)
+    tetris = synthetic(tmp_path / "tetris.h5", [1.0, 2.0], game="tetris", first_step=250_000, eval_freq=250_000)
+    seaquest = synthetic(tmp_path / "seaquest.h5", [100.0, 300.0], game="seaquest", first_step=250_000,
+                         eval_freq=250_000)
+    notes = []
+    rows = aggregate(load_runs([short, unscored, tetris, seaquest]), frames=2_000_000, reps=200, note=notes.append)
+    assert notes == [
+        f"{short}: no score at 2,000,000 frames (last evaluation: 1,000,000); left out of the aggregate",
+        f"{unscored}: no score at 2,000,000 frames (last evaluation: 2,000,000); left out of the aggregate",
+        "tetris: no random and human scores of tetris; left out of the aggregate",
+        "one run per game: the confidence intervals of these runs have no width (they come from resampling each "
+        "game's runs)"]
+    assert rows[0]["games"] == "seaquest" and rows[0]["score"] == rows[0]["ci_low"] == rows[0]["ci_high"] == \
+        pytest.approx(human_normalised(300.0, "seaquest"))
+    with pytest.raises(ValueError, match="no run has a score at 3,000,000 frames"):
+        aggregate(load_runs([short, seaquest]), frames=3_000_000, reps=200)
+    other = synthetic(tmp_path / "seaquest_b.h5", [1.0, 2.0], game="seaquest", first_step=250_000,
+                      eval_freq=250_000, lr=0.001)
+    with pytest.raises(ValueError, match=r"several configurations of seaquest \(seaquest \[lr=.*\]\); the aggregate "
+                                         "takes one per game"):
+        aggregate(load_runs([seaquest, other]), frames=2_000_000, reps=200)
+    notes = []
+    halves = synthetic(tmp_path / "halves.h5", [100.0, 200.0, 300.0], game="seaquest", first_step=125_000,
+                       eval_freq=125_000)  # at 0.5M, 1M and 1.5M frames
+    rows = aggregate(load_runs([halves]), frames=1_500_000, reps=200, note=notes.append)  # Dopamine: every 1M
+    assert rows[0]["reference"] is None and rows[0]["reference_ci_low"] is None
+    assert notes[0] == "Dopamine DQN has no curves of seaquest at 1,500,000 frames; its column is left blank"
+
+
+def test_report_aggregate_command(tmp_path, capsys):
+    pytest.importorskip("rliable")
+    runs = [synthetic(tmp_path / f"{g}.h5", [score] * 10, game=g, first_step=250_000, eval_freq=250_000)
+            for g, score in (("pong", -3.05), ("breakout", 30.5))]  # 50% and 100% of human at 10M frames
+    code, out, err = run_cli(report_main, [*runs, "--aggregate", "--reps", 200], capsys)
+    assert code == 0 and err.startswith("dqn-report: warning: one run per game")
+    caption, intervals, blank, header, *rows = out.strip().splitlines()
+    assert caption == ("Human-normalised score (%) at 10,000,000 frames over 2 games (breakout, pong): these runs, "
+                       "1 per game; Dopamine DQN, 5 per game.")
+    assert intervals == "95% stratified-bootstrap confidence intervals (rliable, 200 resamples)." and blank == ""
+    assert header.split()[:4] == ["metric", "these", "runs", "95%"]
+    assert [r.split()[:4] for r in rows] == [[m, "75.0", "[75.0,", "75.0]"] for m in ("median", "IQM", "mean")]
+    code, out, _ = run_cli(report_main, [*runs, "--aggregate", "--reps", 200, "--format", "csv"], capsys)
+    (median, *_) = csv.DictReader(out.splitlines())
+    assert (median["metric"], median["frames"], median["games"], median["runs"], median["score"]) == (
+        "median", "10000000", "breakout pong", "1", "75.0")
+    code, out, _ = run_cli(report_main, [*runs, "--aggregate", "--frames", 2_000_000, "--format", "json",
+                                         "--reps", 200], capsys)
+    assert [r["frames"] for r in json.loads(out)] == [2_000_000] * 3
+
+
+def test_report_aggregate_without_rliable_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "rliable", None)  # import rliable raises ImportError
+    run = synthetic(tmp_path / "pong.h5", [1.0])
+    expect_error(report_main, [run, "--aggregate"], capsys,
+                 'the aggregate needs the rliable library: pip install "dqn-nature[rliable]"')
