@@ -416,6 +416,12 @@ def validate(c: Config) -> None:
             raise ConfigError(f"{name} must be positive, not {getattr(c, name)}")
     for f in FIELDS:
         value = getattr(c, f.name)
+        if isinstance(value, str):
+            try:  # a name from the command line that is not UTF-8 holds surrogates, which h5py cannot store
+                value.encode()
+            except UnicodeEncodeError:
+                raise ConfigError(f"--{f.name.replace('_', '-')} {value!r} is not valid UTF-8, which the history "
+                                  "stores its arguments in; give a UTF-8 name") from None
         if field_type(f) is float and value is not None:
             if not math.isfinite(value):
                 raise ConfigError(f"{f.name} must be a finite number, not {value}")

@@ -73,9 +73,12 @@ class LuaCommand(click.Command):
 
 
 class StopRequest:
-    """SIGINT/SIGTERM handler: the first signal sets ``signum``, for the loop to stop at its
-    next check; a second one exits at once (files already written stay intact). No Lua
-    counterpart: a signal killed DQN 3.0, losing the steps since its last save.
+    """SIGINT/SIGTERM/SIGHUP handler: the first signal sets ``signum``, for the loop to stop at
+    its next check; a second one exits at once (files already written stay intact). SIGHUP
+    (a closed terminal, a dropped SSH connection) stops the run as SIGTERM does; the standard
+    output and error that went to the terminal it hung up go to /dev/null from then on, so
+    that the files are still written. No Lua counterpart: a signal killed DQN 3.0, losing the
+    steps since its last save.
 
     Args:
         delay: called on the first signal; returns why the stop may take long (printed
@@ -84,16 +87,24 @@ class StopRequest:
 
     def __init__(self, delay=lambda: None):
         self.signum, self.delay = None, delay
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        self.terminals = [fd for fd in (sys.__stdout__.fileno(), sys.__stderr__.fileno()) if os.isatty(fd)]
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self.handle)
 
     @property
     def name(self) -> str:
-        """The received signal's name, "SIGINT" or "SIGTERM" (only once one came)."""
+        """The received signal's name, "SIGINT", "SIGTERM" or "SIGHUP" (only once one came)."""
         return signal.Signals(self.signum).name
 
     def handle(self, signum, frame):
         """Record the first signal and print ``delay()``'s reason; exit at once on a second."""
+        if signum == signal.SIGHUP:
+            hung_up = [fd for fd in self.terminals if not os.isatty(fd)]  # a hung-up terminal is none any more
+            if hung_up:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                for fd in hung_up:
+                    os.dup2(devnull, fd)
+                os.close(devnull)
         if self.signum is not None:
             os._exit(128 + signum)
         self.signum = signum

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 from ale_py import ALEInterface, ALEState, LoggerMode, roms
@@ -28,24 +29,15 @@ class GameError(ValueError):
 def rom_path(game: str, game_path: str | None = None) -> str:
     """Path of the ROM for ``game`` (an ale-py ROM id such as ``"pong"``).
 
-    With ``game_path`` (a folder, as the Lua ``-game_path roms/``) the ROM must
-    be ``<game_path>/<game>.bin``; otherwise the ROM that ale-py ships is used.
+    With ``game_path`` (a folder, as the Lua ``-game_path roms/``), ``<game_path>/<game>.bin``
+    when the folder holds it; otherwise the ROM that ale-py ships (``GameEnvironment`` warns
+    where the folder lacks it).
 
     Raises:
-        GameError: the folder lacks the ROM, or holds a file that is not ``game``'s ROM as
-            ALE knows it by its MD5 (the emulator would hang or play another game), or
-            ale-py knows no such game (the message lists the close ROM ids).
+        GameError: the folder holds a file that is not ``game``'s ROM as ALE knows it by its MD5
+            (the emulator would hang or play another game), or ale-py knows no such game (the
+            message lists the close ROM ids).
     """
-    if game_path:
-        path = os.path.join(game_path, f"{game}.bin")
-        if not os.path.isfile(path):
-            raise GameError(f"no ROM file {path!r} for game {game!r} in --game-path {game_path!r}")
-        found = ALEInterface.isSupportedROM(path)
-        if found != game:
-            raise GameError(f"{path!r} is " + (f"the ROM of {found}, not of {game}" if found else
-                                               "no ROM that ALE knows (unknown MD5)")
-                            + "; without --game-path the ROM that ale-py ships is used")
-        return path
     ids = roms.get_all_rom_ids()
     if game not in ids:
         guess = _as_rom_id(game)
@@ -53,6 +45,14 @@ def rom_path(game: str, game_path: str | None = None) -> str:
                                    difflib.get_close_matches(guess, ids, n=5, cutoff=0.6)))[:5]
         hint = f"; did you mean {', '.join(close)}?" if close else "; see ale_py.roms.get_all_rom_ids()"
         raise GameError(f"unknown game {game!r}{hint}")
+    path = game_path and os.path.join(game_path, f"{game}.bin")
+    if path and os.path.isfile(path):
+        found = ALEInterface.isSupportedROM(path)
+        if found != game:
+            raise GameError(f"{path!r} is " + (f"the ROM of {found}, not of {game}" if found else
+                                               "no ROM that ALE knows (unknown MD5)")
+                            + "; without --game-path the ROM that ale-py ships is used")
+        return path
     return str(roms.get_rom_path(game))
 
 
@@ -120,7 +120,8 @@ class GameEnvironment:
 
     Args:
         game: ale-py ROM id (``"pong"``, ``"breakout"``, ``"space_invaders"``...).
-        game_path: optional folder of ``<game>.bin`` files that takes precedence.
+        game_path: optional folder of ``<game>.bin`` files that takes precedence; where it
+            lacks the game's, ale-py's ROM is played, with a warning (``UserWarning``).
         actrep: frames per agent step (the action is repeated).
         random_starts: ``next_random_game()`` plays 1..random_starts no-op frames.
         pool_size, pool_type: frames pooled into one screen, ``"max"`` or ``"mean"``.
@@ -137,7 +138,11 @@ class GameEnvironment:
         self.ale = ALEInterface()
         self.ale.setInt("random_seed", int(seed))
         self.ale.setFloat("repeat_action_probability", 0.0)
-        self.ale.loadROM(rom_path(game, game_path))
+        rom = rom_path(game, game_path)
+        if game_path and rom != os.path.join(game_path, f"{game}.bin"):
+            warnings.warn(f"no ROM file {os.path.join(game_path, f'{game}.bin')!r} in --game-path {game_path!r}: "
+                          f"using the {game} ROM that ale-py ships")
+        self.ale.loadROM(rom)
         self.actions = [a.value for a in self.ale.getMinimalActionSet()]
         self._ale_actions = {a.value: a for a in self.ale.getLegalActionSet()}
         self.rng = np.random.default_rng(seed)

@@ -262,15 +262,18 @@ RUN_GPU_ARGS = (
 
 
 def test_run_gpu_arguments_verbatim(tmp_path):
+    # A checkout's roms/ folder holds no ROM: ale-py's is played, and one line says so.
     (tmp_path / "roms").mkdir()
-    shutil.copy(roms.get_rom_path("pong"), tmp_path / "roms" / "pong.bin")
     # As the shell passes them: quotes removed (type="max" arrives as type=max).
     result = dqn_train(tmp_path, *RUN_GPU_ARGS.replace('"', "").split())
     assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[-1] == ("warning: no ROM file 'roms/pong.bin' in --game-path 'roms/': using the pong ROM that "
+                         "ale-py ships")
     if torch.cuda.is_available():
-        assert result.stderr == "" and "Device: cuda:0" in result.stdout
+        assert len(lines) == 1 and "Device: cuda:0" in result.stdout
     else:  # --gpu 0 without CUDA: one warning, then the CPU
-        assert len(result.stderr.splitlines()) == 1 and "CUDA" in result.stderr
+        assert len(lines) == 2 and "CUDA" in lines[0]
         assert "Device: cpu" in result.stdout
     assert len(EVALUATION_LINE.findall(result.stdout)) == 1
     h = load_history(str(tmp_path / "DQN3_0_1_pong_FULL_Y.h5"))
@@ -306,7 +309,6 @@ def test_same_seed_same_history_other_seed_differs(tmp_path):
 
 BAD_INPUTS = [
     (["--game", "pongg"], r"pongg.*\bpong\b"),  # close ROM ids are suggested
-    (["--game-path", "emptyroms"], "emptyroms"),
     (["--agent-params", "lr=0.1,,ep=1"], "lr=0.1,,ep=1"),
     (["--pool-frms", "type=max,size"], "size"),
     (["--agent-params", "lr=0.1,lrate=2"], "lrate"),
@@ -320,7 +322,7 @@ BAD_INPUTS = [
      "of 1000000-frame states needs"),  # the minibatch buffers' 2 x 64 states count
     (["--name", "c" * 250], "the files' names would be too long; give a base name of at most 228 bytes"),
     (["--name", "/proc/x/run"], "/proc/x"),
-    (["--name", "/sys/run"], "/sys"),
+    (["--name", "/sys/run"], "cannot write output files in '/sys' \\(from --name '/sys/run'\\): Permission denied"),
     (["--csv-log", "/proc/x/log.csv"], "--csv-log '/proc/x/log.csv'"),
     (["--csv-log", "emptyroms"], "'emptyroms' is a folder"),
     (["--csv-log", "logs/"], "'logs/' is a folder"),
@@ -345,6 +347,9 @@ BAD_INPUTS = [
     (["--gpu", "-7"], "gpu must be -1"),
     (["--verbose", "-3"], "verbose must not be negative"),
     (["--name", "out/"], "--name 'out/': give a base name"),
+    # not UTF-8 (as a shell passes the bytes 0xff 0xfe): these failed at the first save, the steps before it lost
+    (["--name", "run\udcff\udcfe"], r"--name 'run\\udcff\\udcfe' is not valid UTF-8"),
+    (["--csv-log", "log\udcff.csv"], r"--csv-log 'log\\udcff.csv' is not valid UTF-8"),
     (["--name", "run.h5"], "--name 'run.h5': give a base name"),
 ]
 
@@ -450,6 +455,41 @@ def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "run"])
     assert result.exit_code == 2 and result.stderr.endswith(
         f"error: cannot create the lock file .run.lock of --name run: {os.strerror(errno.EISDIR)}\n"), result.stderr
+
+
+def test_a_run_that_ends_as_a_second_one_starts_keeps_its_files(tmp_path, monkeypatch):
+    # A run under the same --name ends (its files written, its lock released) after the second
+    # one has read its options and before it takes the lock: the second, started about a second
+    # after the first, replaced them. It looks for them once it holds the lock.
+    from dqn_nature.commands import train as command
+
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "first"]).exit_code == 0
+    finished = {p.name.replace("first", "run"): p.read_bytes() for p in tmp_path.iterdir()}
+    take_lock = command.run_lock
+
+    def the_first_run_ends_first(name):
+        for file, data in finished.items():
+            (tmp_path / file).write_bytes(data)
+        return take_lock(name)
+
+    monkeypatch.setattr(command, "run_lock", the_first_run_ends_first)
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "20", "--name", "run"])
+    assert result.exit_code == 2 and result.stderr.endswith(
+        "error: run.h5 exists, from an earlier run: continue it with --resume run, replace it with --overwrite, "
+        "or choose another --name\n"), result.stderr
+    assert {file: (tmp_path / file).read_bytes() for file in finished} == finished
+    assert not (tmp_path / ".run.lock").exists()
+
+
+def test_help_shows_one_default_per_option():
+    ctx = click.Context(train, info_name="dqn-train")
+    records = {p.name: p.get_help_record(ctx)[1] for p in train.params if isinstance(p, click.Option)}
+    assert records["name"].endswith("may include a folder [DQN3_0_1_<game>_FULL_Y]")
+    assert records["checkpoint_freq"].endswith("every this many steps [save_freq]")
+    assert records["game"].endswith("(pong, breakout, ...)")  # required (unless resuming): no default
+    assert records["steps"].endswith("[default: 50000000]")
+    assert all(text.count("[") <= 1 and "[default: None]" not in text for text in records.values()), records
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -592,8 +632,8 @@ USAGE_ERRORS = [
     ("dqn_nature.commands.test", ["--game", "pong", "--network", "x.h5", "--seed", "99999999999"],
      r"Invalid value for '--seed'.*0<=x<=2147483647"),  # the emulator's seed is a C int
     ("dqn_nature.commands.test", ["--game", "pong", "--network", "x.h5", "--gpu", "-3"], r"Invalid value for '--gpu'"),
-    ("dqn_nature.convert", ["a.t7"], r"Missing argument 'NEW.h5'"),
-    ("dqn_nature.sweep", ["--out", "s"], r"Missing option '--games'"),
+    ("dqn_nature.commands.convert", ["a.t7"], r"Missing argument 'NEW.h5'"),
+    ("dqn_nature.commands.sweep", ["--out", "s"], r"Missing option '--games'"),
     ("dqn_nature.commands.slim", ["a.h5", "b.h5", "--networks", "all"], r"Invalid value for '--networks': 'all'"),
     ("dqn_nature.commands.plot", ["--bogus"], r"No such option '--bogus'"),
 ]
@@ -706,7 +746,7 @@ def test_ctrl_c_while_a_command_loads_exits_quietly(tmp_path, command):
 def test_commands_start_without_torch():
     """--help and usage errors come in a fraction of a second: no command imports torch
     (seconds) before it runs."""
-    commands = ("commands.train", "commands.test", "convert", "commands.plot", "commands.report", "sweep", "commands.slim")
+    commands = ("commands.train", "commands.test", "commands.convert", "commands.plot", "commands.report", "commands.sweep", "commands.slim")
     script = f"import sys\nfor m in {commands}: __import__('dqn_nature.' + m)\nprint('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout == "False\n"

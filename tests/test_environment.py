@@ -224,9 +224,14 @@ def test_mean_pooling_follows_torch7_float32_steps():
     assert (pooled.view(np.uint32) == 0x3BC0C0C2).all()
 
 
-def test_game_path_without_rom_raises(tmp_path):
-    with pytest.raises(GameError, match="pong.bin"):
-        GameEnvironment("pong", game_path=str(tmp_path))
+def test_a_game_path_without_the_rom_plays_ale_pys_and_says_so(tmp_path):
+    # The Lua-era -game_path roms/ on a fresh checkout, whose roms/ holds no pong.bin.
+    with pytest.warns(UserWarning, match=f"no ROM file '{tmp_path}/pong.bin' in --game-path '{tmp_path}': using "
+                                         "the pong ROM that ale-py ships"):
+        env = GameEnvironment("pong", game_path=str(tmp_path))
+    assert env.get_actions() == MINIMAL_ACTIONS["pong"]
+    with pytest.raises(GameError, match="unknown game 'pongg'"):  # refused before any warning
+        rom_path("pongg", str(tmp_path))
 
 
 def test_game_path_rom_is_used(tmp_path):

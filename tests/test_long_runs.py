@@ -2,13 +2,16 @@
 during saves, SIGINT and SIGTERM, damaged files and a full disk, with real ``dqn-train``
 processes and real signals on the real emulator."""
 import csv
+import fcntl
 import glob
 import os
 import random
 import resource
+import select
 import shutil
 import signal
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -274,6 +277,31 @@ def test_sigterm_writes_and_resumes(tmp_path):
     assert load_history(str(tmp_path / "run.h5")).steps == step + 20
 
 
+def test_a_closed_terminal_stops_the_run_as_sigterm_does(tmp_path):
+    # The run's terminal (its controlling terminal, its stdin and stderr, with the bar) closes, as
+    # when an SSH connection drops: the kernel hangs it up and sends SIGHUP. SIGHUP killed the run
+    # without a checkpoint; it now writes its files, as for SIGTERM, though its terminal is gone.
+    master, slave = os.openpty()
+    proc = subprocess.Popen([DQN_TRAIN, *map(str, [*ENDLESS, "--verbose", 1])], cwd=tmp_path, stdin=slave,
+                            stdout=subprocess.DEVNULL, stderr=slave, start_new_session=True,
+                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(slave)
+    try:
+        def checkpointed():
+            if select.select([master], [], [], 0.01)[0]:  # read what the bar writes, lest the terminal fill
+                os.read(master, 65536)
+            return os.path.exists(tmp_path / "run.ckpt")
+
+        wait_for(proc, checkpointed)
+    finally:
+        os.close(master)
+    assert proc.wait(timeout=120) == 128 + signal.SIGHUP
+    step = checkpoint_step(tmp_path / "run.ckpt")
+    assert step >= 100 and load_history(str(tmp_path / "run.h5")).steps == step
+    result = dqn_train(tmp_path, "--resume", "run", "--steps", step + 20)
+    assert result.returncode == 0, result.stderr
+
+
 def test_sigint_during_an_evaluation_says_it_waits_for_its_end(tmp_path):
     # Step 199's progress line comes just before step 200's evaluation of 1,000 steps (seconds).
     proc = start(tmp_path, *TINY, "--steps", 1000, "--eval-freq", 200, "--eval-steps", 1000, "--verbose", 1,
@@ -383,6 +411,40 @@ def test_a_moved_checkpoint_goes_on_beside_itself_and_keeps_another_runs_files(r
     assert_same_outcome(tmp_path / "run.h5", runs[0]["straight"] / "run.h5")  # untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.ckpt", "copy.h5", "elsewhere", "run.h5"]
     assert not any(elsewhere.iterdir())
+
+
+def test_a_resume_keeps_a_history_of_another_run_under_its_name(tmp_path):
+    # The checkpoint under a history's name is another run's (another game, seed, or evaluations):
+    # the resumed run replaced that history without a word. A history of the checkpoint's own run
+    # that has gone past it (a run killed between its save and its checkpoint) is made again, with a warning.
+    short = [*TINY, "--eval-freq", 50, "--eval-steps", 20, "--save-freq", 100, "--name", "run"]
+    for folder, extra in (("pong", []), ("breakout", ["--game", "breakout"]), ("seed2", ["--seed", 2])):
+        (tmp_path / folder).mkdir()
+        result = dqn_train(tmp_path / folder, *short, "--steps", 160, *extra)
+        assert result.returncode == 0, result.stderr
+    at_160 = (tmp_path / "pong" / "run.ckpt").read_bytes()  # evaluated at 150
+    assert dqn_train(tmp_path / "pong", "--resume", "run", "--steps", 210).returncode == 0
+    history = (tmp_path / "pong" / "run.h5").read_bytes()  # at step 210, evaluated at 150 and 200
+    (tmp_path / "changed").mkdir()
+    (tmp_path / "changed" / "run.ckpt").write_bytes(at_160)
+    (tmp_path / "changed" / "run.h5").write_bytes(history)
+    with h5py.File(tmp_path / "changed" / "run.h5", "r+") as f:  # the evaluation at 150 differs
+        f["history/reward_history"][0] = 99
+    for folder, problem in (("breakout", "its game is pong, the checkpoint's breakout"),
+                            ("seed2", "its seed is 1, the checkpoint's 2"), ("changed", "their evaluations differ")):
+        if folder != "changed":
+            (tmp_path / folder / "run.h5").write_bytes(history)
+        result = dqn_train(tmp_path / folder, "--resume", "run", "--steps", 300)
+        assert result.returncode == 2
+        assert one_line(result.stderr) == (f"dqn-train: error: run.h5 is not the history of run.ckpt: {problem}; "
+                                           "replace it with --overwrite, or resume under another --name")
+    assert (tmp_path / "seed2" / "run.h5").read_bytes() == history
+    (tmp_path / "pong" / "run.ckpt").write_bytes(at_160)
+    result = dqn_train(tmp_path / "pong", "--resume", "run", "--steps", 210)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[0] == ("warning: run.h5 has gone on to step 210, past the checkpoint's: the "
+                                             "resumed run makes its later evaluations again")
+    assert load_history(str(tmp_path / "pong" / "run.h5")).step_history.tolist() == [150, 200]
 
 
 def test_a_resume_needs_neither_the_starting_network_nor_the_old_rom_folder(runs, tmp_path):
