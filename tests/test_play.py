@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 
-import imageio.v3 as iio
 import numpy as np
 import pytest
 import torch
@@ -30,6 +29,12 @@ from dqn_nature.play import NATURE, agent_for, draw_overlay, evaluate, play
 STEPS = 300
 BASE = ["--game", "pong", "--max-steps", STEPS, "--seed", 3, "--threads", 1]
 EPISODE_LINE = re.compile(r"^Episode (\d+): score (-?\d+), (\d+) steps, (\d+) frames", re.M)
+
+
+@pytest.fixture
+def iio():
+    """imageio's v3 API (in the test extra); without it the test is skipped."""
+    return pytest.importorskip("imageio.v3")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +77,7 @@ def dqn_test(*args):
     return result
 
 
-def test_plays_from_h5_and_t7_and_writes_gif_and_csv(tmp_path, networks, replay):
+def test_plays_from_h5_and_t7_and_writes_gif_and_csv(tmp_path, networks, replay, iio):
     outputs = {}
     for net in networks:
         gif, table = tmp_path / f"{net.suffix[1:]}.gif", tmp_path / f"{net.suffix[1:]}.csv"
@@ -105,7 +110,7 @@ def test_plays_from_h5_and_t7_and_writes_gif_and_csv(tmp_path, networks, replay)
     assert greedy.mean() > 0.85  # epsilon 0.05: nearly every action is the argmax of the written Q-values
 
 
-def test_frame_skip_overlay_and_episodes(tmp_path, networks, replay):
+def test_frame_skip_overlay_and_episodes(tmp_path, networks, replay, iio):
     gif = tmp_path / "skip.gif"
     result = dqn_test(*BASE, "--network", networks[0], "--gif-file", gif, "--frame-skip", "--overlay")
     assert result.exit_code == 0, result.output
@@ -183,7 +188,7 @@ def test_the_network_s_run_gives_the_defaults(tmp_path, networks, weights, singl
     assert result.exit_code == 0 and result.stderr == "dqn-test: note: the network was trained on pong\n"
 
 
-def test_video(tmp_path, networks):
+def test_video(tmp_path, networks, iio):
     pytest.importorskip("imageio_ffmpeg")
     video = tmp_path / "play.mp4"
     result = dqn_test(*BASE[:2], "--max-steps", 30, "--network", networks[0], "--video", video)
@@ -208,7 +213,7 @@ def test_video_on_a_full_disk_keeps_the_previous_one(tmp_path, networks):
     assert video.read_bytes() == good and os.listdir(tmp_path) == ["play.mp4"]
 
 
-def test_sigint_keeps_what_was_played(tmp_path, networks):
+def test_sigint_keeps_what_was_played(tmp_path, networks, iio):
     h5, _ = networks
     proc = subprocess.Popen([shutil.which("dqn-test"), "--network", str(h5), *map(str, BASE), "--max-steps", "50",
                              "--episodes", "1000", "--csv-file", str(tmp_path / "steps.csv"),
@@ -388,7 +393,7 @@ def test_the_testing_ep_option_is_the_exploration_rate(tmp_path, networks):
     assert greedy[1] < 0.5  # uniformly random: about 1 in 6
 
 
-def test_video_frame_rates(tmp_path, networks):
+def test_video_frame_rates(tmp_path, networks, iio):
     """Every emulator frame plays at the game's 60 fps; one per agent step at 60/actrep."""
     pytest.importorskip("imageio_ffmpeg")
     for args, fps, frames in (([], 60, 120), (["--frame-skip"], 15, 30)):
