@@ -5,6 +5,8 @@ docs/make_options.py generates from the click declarations. Runs on the real cli
 nothing is trained or executed."""
 from __future__ import annotations
 
+import fnmatch
+import glob
 import importlib.util
 import re
 import shlex
@@ -273,3 +275,92 @@ def test_the_options_reference_covers_every_console_script():
     assert scripts and sorted(scripts) == sorted(make_options.COMMANDS)
     for name in scripts:
         assert isinstance(make_options.command(name), click.Command)
+
+
+# -- the files the examples name -------------------------------------------------------------
+
+PLACEHOLDER = re.compile(r"(^|/)[A-Z][A-Z0-9_]*(\.[\w.]+)?$|[<>{}$]")  # RUN.h5, NEW.h5, <name>.h5
+
+
+def run_files(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(the files or folders a documented command line makes, those it reads) among histories,
+    checkpoints and runs: ``dqn-train`` makes ``<name>.h5`` and ``<name>.ckpt`` and reads its
+    ``--network`` and ``--resume``; ``dqn-sweep`` makes its ``--out`` folder; ``dqn-slim`` and
+    ``dqn-convert`` make their second argument, and ``dqn-slim`` reads its first; ``dqn-test``
+    reads its ``--network``; ``dqn-plot`` and ``dqn-report`` read their arguments. Lua-era
+    ``.t7`` files are a user's own and placeholders (``RUN.h5``) are no files: neither is listed."""
+    name, args = argv[0], argv[1:]
+    ctx = make_options.context(name)
+    try:
+        parsed, _, _ = ctx.command.make_parser(ctx).parse_args(list(args))
+    except click.UsageError:  # a fragment in prose (`dqn-test --csv-file`) names no file
+        return [], []
+    values = {k: v for k, v in parsed.items() if isinstance(v, (str, list, tuple))}  # not click's "unset"
+    single = {k: v[-1] if isinstance(v, list) and v else v for k, v in values.items()}
+    made, read = [], []
+    if name == "dqn-train":
+        resume = single.get("resume")
+        base = single.get("name") or (resume and re.sub(r"\.(h5|ckpt)$", "", resume)) or (
+            single.get("game") and f"DQN3_0_1_{single['game']}_FULL_Y")
+        made = [base + ".h5", base + ".ckpt"] if base else []
+        read = [p for p in (single.get("network"), resume) if p]
+    elif name == "dqn-sweep":
+        made = [single["out"].rstrip("/") + "/"] if single.get("out") else []
+    elif name in ("dqn-slim", "dqn-convert"):
+        made = [single["target"]] if single.get("target") else []
+        read = [single["source"]] if name == "dqn-slim" and single.get("source") else []
+    elif name == "dqn-test":
+        read = [single["network"]] if single.get("network") else []
+    elif name in ("dqn-plot", "dqn-report"):
+        read = list(values.get("runs") or [])
+    return made, [p for p in read if not PLACEHOLDER.search(p) and not p.endswith(".t7")]
+
+
+def is_made(path: str, made: list[str]) -> bool:
+    """Whether the history, checkpoint, run name or folder ``path`` (a shell pattern, maybe) is
+    among, or holds one of, the files and folders ``made``, or is a file of the repository."""
+    def base(p):
+        return re.sub(r"\.(h5|ckpt)$", "", p)
+
+    folder = path.rstrip("/") + "/"
+    for m in made:
+        if fnmatch.fnmatch(base(m), base(path)) or m.startswith(folder) or (m.endswith("/") and path.startswith(m)):
+            return True
+    return bool(glob.glob(str(ROOT / path)))
+
+
+def unmade_files(pages: list[Path]) -> list[str]:
+    """The files that an example on one of ``pages`` reads where no earlier example on its page,
+    nor the README's, makes them (or the repository holds them)."""
+    readme = [argv for _, argv, _ in sorted(command_lines((ROOT / "README.md").read_text(encoding="utf-8")))]
+    quick_start = [file for argv in readme for file in run_files(argv)[0]]
+    problems = []
+    for path in pages:
+        made = list(quick_start)
+        for number, argv, _ in sorted(command_lines(path.read_text(encoding="utf-8")), key=lambda c: c[0]):
+            new, read = run_files(argv)
+            problems += [f"{path.name}:{number}: {' '.join(argv)}: {p} is made by no example before it"
+                         for p in read if not is_made(p, made)]
+            made += new
+    return problems
+
+
+def test_every_example_reads_files_an_earlier_example_makes():
+    problems = unmade_files([p for p in DOC_FILES if p.exists()])
+    assert not problems, "\n".join(problems)
+
+
+def test_an_example_reading_a_file_no_example_makes_is_caught(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("\n".join([
+        "```sh",
+        "dqn-plot runs/pong.h5                  # made by no example",
+        "dqn-train --game pong --name runs/a",
+        "dqn-test --network runs/a.h5 && dqn-slim runs/a.h5 runs/a_slim.h5 && dqn-report runs/a_slim.h5 runs/",
+        "dqn-train --resume runs/a --steps 9 && dqn-train --resume runs/b.ckpt   # b: no run",
+        "dqn-sweep --games pong --out sweeps/s && dqn-plot sweeps/s/pong RUN.h5",
+        "```",
+        "Then `dqn-test --network runs/quick.h5` (the quick start's) and `dqn-report docs/results/*.h5`.",
+    ]), encoding="utf-8")
+    assert [p.split(": ")[-1] for p in unmade_files([page])] == [
+        "runs/pong.h5 is made by no example before it", "runs/b.ckpt is made by no example before it"]
