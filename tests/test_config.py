@@ -1,6 +1,11 @@
 """Options: the Lua table parser, precedence of the sources, the presets and validation."""
 import dataclasses
+import os
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -8,8 +13,9 @@ import pytest
 from dqn_nature.config import (Config, ConfigError, agent_params_from_lua, parse_lua_table, pool_frms_from_lua,
                                resolve, validate)
 
-ARGS = Path(__file__).resolve().parent.parent / "args"
-# The agent_params string of DQN 3.0's run_gpu script (SPEC section 1).
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ROOT / "args"
+# The agent_params string of DQN 3.0's run_gpu script.
 RUN_GPU_AGENT_PARAMS = (
     'lr=0.00025,ep=1,ep_end=0.1,ep_endt=1000000,discount=0.99,hist_len=4,learn_start=50000,'
     'replay_memory=1000000,update_freq=4,n_replay=1,network="convnet_atari3",'
@@ -203,3 +209,33 @@ def test_a_boolean_option_from_text_or_a_number(value, expected):
 def test_an_integer_option_from_text_in_exponent_form():
     assert resolve({"game": "pong", "learn_start": "6e4"}).learn_start == 60_000
     assert resolve({"game": "pong"}, agent_params="learn_start=6e4").learn_start == 60_000
+
+
+def test_a_wheel_ships_the_presets_and_the_reference_data(tmp_path):
+    # A non-editable install (pip install .) lost the presets: dqn-train --args run_gpu said "no
+    # preset". The wheel is built from a copy of the checkout, which the build writes into.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    for name in ("dqn_nature", "args"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    tmp_path / "wheel", source], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    presets = {f"dqn_nature/args/{preset}.toml" for preset in ("run_gpu", "run_cpu", "pong_fast")}
+    reference = {f"dqn_nature/reference/{csv}" for csv in ("dopamine_dqn_curves.csv", "nature_dqn_scores.csv",
+                                                            "atari57_random_human.csv")}
+    assert presets | reference <= names, sorted(names)
+    # Installed where Python finds it before the editable checkout, and used from another folder.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", tmp_path / "site", wheel],
+                   check=True, capture_output=True)
+    code = ("import dqn_nature, dqn_nature.config as c; from importlib.resources import files; "
+            "print(dqn_nature.__file__); print(c.load_preset(c.find_preset('run_gpu'))['eval_steps']); "
+            "print(sorted(p.name for p in files('dqn_nature.reference').iterdir() if p.name.endswith('.csv')))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path / "site")})
+    installed, eval_steps, csvs = result.stdout.splitlines()
+    assert installed.startswith(str(tmp_path / "site")) and eval_steps == "125000"
+    assert csvs == str(sorted(Path(name).name for name in reference))
