@@ -32,7 +32,7 @@ class TimeLeft:
                  weight: float = 0.1):
         self.steps, self.eval_freq, self.eval_steps, self.learn_start = steps, eval_freq, eval_steps, learn_start
         self.clock, self.weight = clock, weight
-        self.step_seconds = self.eval_seconds = None  # the averages
+        self.eval_seconds = None
         self.start(0)
 
     def _average(self, average: float | None, value: float) -> float:

@@ -102,8 +102,7 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         check_resources(config)
     except (ConfigError, GameError, CheckpointError) as e:
         fail(str(e))
-    folders = output_folders(config)
-    for folder, option in folders.items():
+    for folder, option in output_folders(config).items():
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
