@@ -18,10 +18,10 @@ OUTPUT = Path(__file__).with_name("options.md")
 COMMANDS = {
     "dqn-train": ("dqn_nature.commands.train", "train"),
     "dqn-test": ("dqn_nature.commands.test", "test_command"),
-    "dqn-convert": ("dqn_nature.convert", "convert_command"),
+    "dqn-convert": ("dqn_nature.commands.convert", "convert_command"),
     "dqn-plot": ("dqn_nature.commands.plot", "plot_command"),
     "dqn-report": ("dqn_nature.commands.report", "report_command"),
-    "dqn-sweep": ("dqn_nature.sweep", "sweep_command"),
+    "dqn-sweep": ("dqn_nature.commands.sweep", "sweep_command"),
     "dqn-slim": ("dqn_nature.commands.slim", "slim_command"),
 }
 # click's range text at the end of a help line: x>=1, 0<=x<=1, x>0, 10<=x<=1000

@@ -708,19 +708,6 @@ def test_dqn_train_prints_the_precision_warning(tmp_path):
     assert all(line.startswith("warning: the run ends at step 100") for line in lines[len(expected):])
 
 
-def test_bf16_updates_without_a_c_compiler_warn_once_and_run_in_torch(tmp_path):
-    env = {**os.environ, "CC": "no-such-compiler"}
-    result = subprocess.run([DQN_TRAIN, *SHORT, "--steps", "140", "--eval-freq", "140", "--eval-steps", "20",
-                             "--precision", "bf16"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
-    lines = result.stderr.splitlines()
-    assert lines[:-1] == [w for w in [precision_warning("bf16", -1)] if w]  # 10 updates, one warning
-    assert re.fullmatch(r"warning: the C RMSProp kernel is unavailable \(.*no-such-compiler.*\): bf16 updates run "
-                        r"in torch, slower", lines[-1]), lines
-    assert load_history(str(tmp_path / "DQN3_0_1_pong_FULL_Y.h5")).step_history.tolist() == [140]
-
-
 # Loaded from PYTHONPATH by Python's startup: a Ctrl-C (SIGINT) lands while the command imports click.
 CTRL_C_DURING_IMPORTS = """
 import builtins, os, signal
