@@ -36,7 +36,7 @@ class LegacyError(HistoryError):
 
 # -- reading ------------------------------------------------------------------------------
 def read_t7(path: str):
-    """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii (``torch.load``).
+    """The object stored in a Torch7 file, binary (by ``torchfile``) or ascii (``_AsciiReader``).
 
     Tables become dicts with ``str`` keys (lists when their keys are 1..n), strings
     ``str``, numbers int when whole and at most ``MAX_WHOLE`` in size (else float), tensors
@@ -211,25 +211,22 @@ class _AsciiReader:
         if kind.group(3) == "Storage":
             size = self._numbers(1)[0]
             if dtype in (np.uint8, np.int8):  # bytes are written raw, not as numbers
-                values = np.frombuffer(self.data, dtype, size, self.pos).copy()
-                self.pos += size
-                if size:
-                    self._newline()
-                self.objects[index] = values
-                return values
-            end = self.data.index(b"\n", self.pos) if size else self.pos
-            values = np.fromstring(self.data[self.pos:end], np.float64, sep=" ").astype(dtype)
-            if values.size != size:
-                raise ValueError(f"a storage of {size} values holds {values.size}")
+                values, end = np.frombuffer(self.data, dtype, size, self.pos).copy(), self.pos + size
+            else:
+                end = self.data.index(b"\n", self.pos) if size else self.pos
+                values = np.fromstring(self.data[self.pos:end], np.float64, sep=" ").astype(dtype)
+                if values.size != size:
+                    raise ValueError(f"a storage of {size} values holds {values.size}")
             self.pos = end
-            self._newline()
-            self.objects[index] = values
-            return values
-        ndim = self._numbers(1)[0]
-        size, stride = self._numbers(ndim), self._numbers(ndim)
-        offset = self._numbers(1)[0] - 1  # the file's is 1-based
-        self.objects[index] = _view(self.read_obj(), size, stride, offset, dtype)
-        return self.objects[index]
+            if size:
+                self._newline()
+        else:
+            ndim = self._numbers(1)[0]
+            size, stride = self._numbers(ndim), self._numbers(ndim)
+            offset = self._numbers(1)[0] - 1  # the file's is 1-based
+            values = _view(self.read_obj(), size, stride, offset, dtype)
+        self.objects[index] = values
+        return values
 
 
 def _number(x):
