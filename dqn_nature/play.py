@@ -205,11 +205,9 @@ class Evaluation:
         normalised = human_normalised(scores.mean(), self.game)
         lines.append(f"Human-normalised score: {normalised:.1f}% (random {ref.random:g}, human {ref.human:g})"
                      if normalised is not None else f"Human-normalised score: no random and human scores for {self.game}")
-        if ref.nature_mean is None:
-            lines.append(f"Nature DQN score: none known for {self.game}")
-        else:
-            std = f" (std {ref.nature_std:g})" if ref.nature_std is not None else ""
-            lines.append(f"Nature DQN score: {ref.nature_mean:g}{std}")
+        std = f" (std {ref.nature_std:g})" if ref.nature_std is not None else ""
+        lines.append(f"Nature DQN score: {ref.nature_mean:g}{std}" if ref.nature_mean is not None
+                     else f"Nature DQN score: none known for {self.game}")
         return "\n".join(lines)
 
 

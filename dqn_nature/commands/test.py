@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import importlib.util
 import os
 import sys
 from fractions import Fraction
@@ -51,12 +52,6 @@ def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_im
         rows = csv.writer(fh)
         rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
     return sinks, rows
-
-
-def _action_name(action: int) -> str:
-    from ale_py import Action
-
-    return Action(action).name
 
 
 def _option(name: str, *aliases: str, **kwargs):
@@ -117,6 +112,7 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     --protocol nature plays the Nature paper's evaluation instead and ends with its summary.
     """
     import torch
+    from ale_py import Action
 
     from .. import train as training
     from ..network_files import LABELS, load_network, network_misfit
@@ -126,11 +122,10 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     if protocol:
         overridden = [name for name in ("episodes", "testing_ep", "random_starts", "max_steps")
                       if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
-        protocol = PROTOCOLS[protocol]
         overrides = {name: ctx.params[name] for name in overridden}
         if "max_steps" in overrides:
             overrides["max_frames"] = None
-        protocol = dataclasses.replace(protocol, **overrides)
+        protocol = dataclasses.replace(PROTOCOLS[protocol], **overrides)
         random_starts = protocol.random_starts
     try:
         state, stored = load_network(network, best, only=lambda which: click.echo(
@@ -168,9 +163,7 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     if video:
         if os.path.splitext(video)[1].lower() not in VIDEO_CONTAINERS:
             fail(f"--video {video}: use a .mp4, .mkv or .mov file")
-        try:
-            import imageio_ffmpeg  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("imageio_ffmpeg") is None:
             fail("--video needs imageio-ffmpeg: pip install imageio-ffmpeg")
     outputs = {}  # real path -> option
     for option, path in (("--gif-file", gif_file), ("--video", video), ("--csv-file", csv_file)):
@@ -191,17 +184,17 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
         click.echo(f"dqn-test: note: {', '.join(taken)} from the network's run", err=True)
     if stored.get("game") not in (None, options.game):
         click.echo(f"dqn-test: note: the network was trained on {stored['game']}", err=True)
-    if protocol and protocol.max_frames is not None and protocol.max_frames < options.actrep:
-        fail(f"--actrep {options.actrep}: one agent step is longer than protocol {protocol.name}'s cap of "
-             f"{protocol.max_frames} frames")
     if protocol:
+        if protocol.max_frames is not None and protocol.max_frames < options.actrep:
+            fail(f"--actrep {options.actrep}: one agent step is longer than protocol {protocol.name}'s cap of "
+                 f"{protocol.max_frames} frames")
         changed = f", changed by {', '.join('--' + n.replace('_', '-') for n in overridden)}" if overridden else ""
         click.echo(f"dqn-test: protocol {protocol.name}{changed}: {protocol.describe(options.actrep)}", err=True)
     device = training.resolve_device(gpu, lambda m: click.echo(m, err=True))
     training.set_threads(threads)
     torch.manual_seed(seed)
     agent = agent_for(state, actions, device, seed)
-    names = [_action_name(a) for a in actions]
+    names = [Action(a).name for a in actions]
     per_image = options.actrep if frame_skip else 1  # emulator frames shown by one image
     results, stop = [], StopRequest()
     try:  # a full disk fails both a write and the closing of the files: report it once
