@@ -62,17 +62,14 @@ def load_network(path: str, best: bool = False, only: Callable[[str], None] | No
         path: a ``.h5`` history, a ``.params.h5`` vector (``--save-network-params``), a DQN
             3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
         best: take the best evaluated network (``best_model``) instead of the last one.
-        only: if given, a history that holds only the other network (a ``dqn-slim`` copy keeps
-            only ``best_model`` by default, a run before its first evaluation only ``model``)
-            gives that one, and ``only`` is first called with its name; without it, such a
-            history raises HistoryError. dqn-test passes it; dqn-train does not, since the run's
-            arguments record which network it started from (``best``).
+        only: if given, a history holding only the other network (a ``dqn-slim`` copy, a run
+            before its first evaluation) gives that one, after calling ``only`` with its name;
+            without it (dqn-train, whose arguments record ``best``), such a history raises.
 
     Returns:
-        ``(state, arguments)``: float32 tensors under ``ConvNetAtari3``'s parameter names (the
-        action count is ``state["fc2.weight"].shape[0]``, the history length
-        ``state["conv1.weight"].shape[1]``), and the run's options under ``config`` names as
-        the file stores them (a history's or snapshot's ``arguments``; {} for a vector).
+        ``(state, arguments)``: float32 tensors under ``ConvNetAtari3``'s parameter names
+        (actions: ``state["fc2.weight"].shape[0]``, hist_len: ``state["conv1.weight"].shape[1]``),
+        and the options the file stores under ``config`` names ({} for a vector).
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): a blank path, another suffix,

@@ -8,10 +8,10 @@ import numpy as np
 from .h5io import from_attr, h5_for_writing, read_errors_as, write_attrs
 from .history import HistoryError, load_history, open_history
 
+
 def slim_history(source: str, target: str, networks=("best_model",), float16: bool = True) -> str:
-    """Copy the history ``source`` to ``target`` with fewer or smaller networks, for sharing
-    or committing (a full file holds two float32 networks, 13.8 MB for Pong). No DQN 3.0
-    counterpart.
+    """Copy the history ``source`` to ``target`` with fewer or smaller networks (a full file
+    holds two float32 networks, 13.8 MB for Pong). No DQN 3.0 counterpart.
 
     Histories, arguments (where ``source`` has them) and root attributes are copied with their
     values unchanged, text as ``write_attrs`` writes it (an older file's variable-length strings
