@@ -263,8 +263,7 @@ def train_arguments(extra: list[str], game: str, preset: str | None, cpus_per_ru
         click.ClickException, ConfigError: a bad option or value.
     """
     from .commands.train import explicit_options, train
-    from .config import find_preset
-    from .config import ConfigError, resolve
+    from .config import ConfigError, find_preset, resolve
 
     ctx = train.make_context("dqn-train", list(extra))
     explicit = explicit_options(ctx, ctx.params)
@@ -288,13 +287,9 @@ def run_logs(config, game: str, seed: int) -> tuple[str | None, str | None]:
     ``<game>/seed<k>`` goes before the CSV file's name and under the TensorBoard folder, so
     that runs neither interleave rows in one file nor merge into one TensorBoard run."""
     sub = os.path.join(game, f"seed{seed}")
-    csv_log = tensorboard = None
-    if config.csv_log:
-        head, tail = os.path.split(config.csv_log)
-        csv_log = os.path.join(head, sub, tail)
-    if config.tensorboard:
-        tensorboard = os.path.join(config.tensorboard, sub)
-    return csv_log, tensorboard
+    head, tail = os.path.split(config.csv_log or "")
+    return (os.path.join(head, sub, tail) if config.csv_log else None,
+            os.path.join(config.tensorboard, sub) if config.tensorboard else None)
 
 
 def write_record(path: str, arguments: dict, runs: list[Run], started: str, finished: str | None) -> None:
@@ -327,9 +322,8 @@ def check_same_experiment(path: str, options: dict) -> None:
             before = json.load(fh)["arguments"]["options"]
     except (OSError, ValueError, KeyError, TypeError):
         return
-    changed = [k for k in options if k in before and before[k] != options[k]]
-    if changed:
-        k = changed[0]
+    k = next((k for k in options if k in before and before[k] != options[k]), None)
+    if k is not None:
         raise ConfigError(f"{path} is a sweep with {k}={before[k]!r}, not {options[k]!r}: "
                           "train other options under another --out")
 
