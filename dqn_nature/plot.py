@@ -150,10 +150,9 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         x: ``"frames"``, ``"steps"`` or ``"epochs"``.
         band: ``"minmax"`` or ``"std"`` (mean +- one standard deviation over seeds).
         show_random_human: also draw the random and human scores.
-        reference_curves: curves for ``scores.read_curves`` ("dopamine" or a CSV path), drawn as
-            a grey min-max band over their runs, labelled with what they are and how many runs,
-            over the runs' range (up to their first point at or after the last evaluation); in
-            epochs they are converted at the paper's 800,000 frames per epoch.
+        reference_curves: curves for ``scores.read_curves`` ("dopamine" or a CSV path): a grey
+            min-max band over their runs, up to their first point at or after the runs' last
+            evaluation; in epochs at the paper's 800,000 frames per epoch.
         nature: the Nature DQN score (a dashed line, its standard deviation hatched): True
             draws it, False leaves it out, None draws it where it lies within the range of the
             panel's other data (the paper's score comes after 200 M frames, and would dwarf
