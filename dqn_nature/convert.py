@@ -11,20 +11,16 @@ from .history import HISTORY_FIELDS, save_history
 SOURCE = "DQN 3.0 .t7"
 
 
-def game_actions(game: str) -> int:
-    """Size of ``game``'s minimal action set. Raises environment.GameError for an unknown game."""
-    return len(GameEnvironment(game, random_starts=0).get_actions())
-
-
 def _check_actions(source: str, model: dict, game: str, n_actions: int | None = None) -> None:
-    """Raise torch7.LegacyError where ``model``'s action count is not ``n_actions`` or ``game``'s."""
+    """Raise torch7.LegacyError where ``model``'s action count is not ``n_actions`` or ``game``'s
+    (environment.GameError for an unknown game)."""
     from .network_files import network_misfit
     from .torch7 import LegacyError
 
     found = model["fc2.weight"].shape[0]
     if n_actions is not None and n_actions != found:
         raise LegacyError(f"{source}: its network has {found} actions but --n-actions is {n_actions}")
-    misfit = network_misfit(model, game, game_actions(game))
+    misfit = network_misfit(model, game, len(GameEnvironment(game, random_starts=0).get_actions()))
     if misfit:
         raise LegacyError(f"{source}: {misfit}")
 
