@@ -120,9 +120,9 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
     stop = []  # the signal that interrupted the sweep
     try:  # before Ray, whose start is slow and talkative
         os.makedirs(out, exist_ok=True)
+        problem = creation_problem(out)
     except OSError as e:
-        fail(f"cannot write in --out {out}: {os_reason(e)}")
-    problem = creation_problem(out)
+        problem = os_reason(e)
     if problem:
         fail(f"cannot write in --out {out}: {problem}")
     if todo:

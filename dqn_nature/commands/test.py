@@ -1,9 +1,5 @@
-"""``dqn-test``: watch a trained network play (the port of ``dqn/test_agent.lua``).
-
-The screens can be written as a GIF or a video (every emulator frame, or one per agent step)
-and the steps as a CSV; ``--protocol nature`` plays the Nature paper's evaluation
-(``play.NATURE``) and prints its summary.
-"""
+"""``dqn-test``: watch a trained network play (the port of ``dqn/test_agent.lua``; its library
+is ``play.py``)."""
 from __future__ import annotations
 
 import contextlib
