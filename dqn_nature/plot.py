@@ -20,7 +20,7 @@ import numpy as np
 
 from .files import atomic_path, unwritable
 from .runs import history_paths, load_runs
-from .scores import CurvesError, read_curves, reference
+from .scores import read_curves, reference
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 UPDATES_PER_EPOCH = 50_000  # the paper's epoch: 50,000 minibatch updates
