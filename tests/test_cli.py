@@ -18,10 +18,8 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from ale_py import roms
 from click.testing import CliRunner
 from filelock import FileLock
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dqn_nature import __version__, eval_log, load_history
 from dqn_nature.commands.train import config_options, train
@@ -31,8 +29,8 @@ from dqn_nature.files import os_reason
 from dqn_nature.run_files import resume_path
 from dqn_nature.convnet import convnet_atari3
 from dqn_nature.train import precision_warning
+from helpers import DQN_TRAIN, dqn_train
 
-DQN_TRAIN = shutil.which("dqn-train")
 # One torch thread: on a shared 2-core machine two threads cost three times the CPU time.
 CPU = ["--gpu", "-1", "--threads", "1"]
 # A small prefetch buffer and validation set let learning start at step 100 (learn_start >= bufferSize).
@@ -47,10 +45,13 @@ HISTORY_DTYPES = {
 PONG_PARAMS = {k: tuple(v.shape) for k, v in convnet_atari3(6).state_dict().items()}
 
 
-def dqn_train(cwd, *args):
-    assert DQN_TRAIN, "the dqn-train console script is not installed"
-    return subprocess.run([DQN_TRAIN, *map(str, args)], check=False, cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+def tensorboard_events(folder):
+    """TensorBoard's reader of the event files under ``folder`` (the test is skipped without
+    tensorboard, an optional extra)."""
+    reader = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    return reader.EventAccumulator(folder)
+
+
 
 
 def files_under(folder):
@@ -160,7 +161,7 @@ def test_pong_evaluation_logs(pong_run):
     assert row["epsilon"] == pytest.approx(0.1 + 0.9 * (1_000_000 - 100) / 1_000_000)
     assert row["lr"] == 0.00025 and row["train_fps"] > 0 and row["eval_fps"] > 0
 
-    events = EventAccumulator(str(cwd / "logs/tb"))
+    events = tensorboard_events(str(cwd / "logs/tb"))
     events.Reload()
     assert set(events.Tags()["scalars"]) == set(row) - {"step", "frames"}
     for key in events.Tags()["scalars"]:
@@ -548,7 +549,7 @@ def test_a_fresh_run_replaces_an_earlier_runs_evaluations_only_with_overwrite(tm
     with open(tmp_path / "log.csv", newline="") as fh:
         (row,) = csv.DictReader(fh)  # the second run's evaluation alone
     assert float(row["v_history"]) == load_history(str(tmp_path / "second.h5")).v_history[0]
-    events = EventAccumulator(str(tmp_path / "tb"))
+    events = tensorboard_events(str(tmp_path / "tb"))
     events.Reload()  # the earlier run's scalars hidden
     assert [(e.step, e.value) for e in events.Scalars("v_history")] == [(200, pytest.approx(float(row["v_history"])))]
 
@@ -600,7 +601,7 @@ def test_evaluation_logs_of_a_resumed_run_through_a_stream_and_tensorboard(tmp_p
     assert first[0] == header and [line.split(",")[0] for line in first] == ["step", "100", "200", "300"]
     resumed = run(200, 300, 400)  # a header for each process's rows: a stream cannot be read back
     assert resumed[0] == header and [line.split(",")[0] for line in resumed] == ["step", "300", "400"]
-    events = EventAccumulator(str(tmp_path / "tb"))
+    events = tensorboard_events(str(tmp_path / "tb"))
     events.Reload()  # the killed run's 300 hidden; its 100 and 200, up to the checkpoint, kept
     assert [(e.step, e.value) for e in events.Scalars("reward_history")] == [(s, s) for s in (100, 200, 300, 400)]
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from click.testing import CliRunner
 
 import t7writer
-from clicheck import assert_bad_input
+from helpers import assert_bad_input
 from dqn_nature.config import resolve
 from dqn_nature.commands.convert import convert_command as convert_main
 from dqn_nature.history import HistoryError, load_history

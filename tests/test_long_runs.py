@@ -23,8 +23,8 @@ from dqn_nature import load_history
 from dqn_nature.checkpoint import read_header
 from dqn_nature.environment import rom_path
 from dqn_nature.history import HistoryError
+from helpers import DQN_TRAIN, dqn_train, finish, start
 
-DQN_TRAIN = shutil.which("dqn-train")
 # One torch thread, tiny memories and minibatches: a step costs little and learning starts at step 100.
 TINY = ["--game", "pong", "--gpu", -1, "--threads", 1, "--verbose", 0, "--replay-memory", 2000,
         "--buffer-size", 64, "--valid-size", 50, "--learn-start", 100, "--minibatch-size", 8,
@@ -36,19 +36,10 @@ ENDLESS = [*TINY, "--steps", 100_000, "--eval-freq", 300, "--save-freq", 100, "-
            "--name", "run"]
 
 
-def start(cwd, *args, **popen):
-    assert DQN_TRAIN, "the dqn-train console script is not installed"
-    return subprocess.Popen([DQN_TRAIN, *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **popen)
 
 
-def finish(proc, timeout=300):
-    out, err = proc.communicate(timeout=timeout)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def dqn_train(cwd, *args):
-    return finish(start(cwd, *args))
 
 
 def wait_for(proc, condition, timeout=120):

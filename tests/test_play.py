@@ -16,7 +16,7 @@ import torch
 from click.testing import CliRunner
 
 import t7writer
-from clicheck import assert_bad_input
+from helpers import assert_bad_input
 from dqn_nature.environment import GameEnvironment
 from dqn_nature.history import HISTORY_FIELDS, HistoryError, save_history
 from dqn_nature.convnet import convnet_atari3

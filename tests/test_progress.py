@@ -5,7 +5,6 @@ import fcntl
 import os
 import re
 import select
-import shutil
 import signal
 import struct
 import subprocess
@@ -14,8 +13,8 @@ import termios
 import pytest
 
 from dqn_nature.progress import TimeLeft
+from helpers import DQN_TRAIN
 
-DQN_TRAIN = shutil.which("dqn-train")
 
 
 class Clock:
