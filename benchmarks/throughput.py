@@ -9,9 +9,10 @@ steps and prints steps/s and frames/s (x4), in wall time and per CPU second (the
 CPU time: on a shared machine the steadier figure).
 
 Then the cost of each component in isolation on the same trainer: the emulator step
-(actrep 4, pooling), preprocessing, the action-selection forward pass, the minibatch sample
-and the update; their per-step sum is the floor (forward x greedy fraction, update /
-update_freq) and loop / floor is what the loop itself adds.
+(actrep 4, pooling), preprocessing, the action-selection forward pass, the minibatch sample,
+two parts of an update (the stored states' conversion to the network's input, twice an
+update, and the RMSProp step) and the update; their per-step sum is the floor (forward x
+greedy fraction, update / update_freq) and loop / floor is what the loop itself adds.
 
     python benchmarks/throughput.py --threads 1 --steps 2000 --precision fp32 --precision bf16 --vs-baseline
 
@@ -103,6 +104,7 @@ def components(trainer: Trainer, cuda: bool, n: int) -> dict:
     rng = np.random.default_rng(0)
     actions = trainer.actions
     screen = env.get_state()[0]
+    states = np.array(agent.transitions.sample(agent.minibatch_size)[0])
 
     def env_step():
         _, _, terminal = env.step(actions[rng.integers(len(actions))], training=True)
@@ -115,6 +117,8 @@ def components(trainer: Trainer, cuda: bool, n: int) -> dict:
         "action forward (get_recent, greedy)": per_call(
             lambda: agent.greedy(agent.transitions.get_recent()), n, cuda),
         "minibatch sample (32)": per_call(lambda: agent.transitions.sample(agent.minibatch_size), n, cuda),
+        "input conversion (32 stored states)": per_call(lambda: agent._to_input(states), n, cuda),
+        "RMSProp step (optimizer.step)": per_call(agent.optimizer.step, max(1, n // 4), cuda),
         "update (q_learn_minibatch, incl. sample)": per_call(agent.q_learn_minibatch, max(1, n // 4), cuda),
     }
 
@@ -122,7 +126,7 @@ def components(trainer: Trainer, cuda: bool, n: int) -> dict:
 def report_components(costs: dict, loop_rates: tuple[float, float], epsilon: float, update_freq: int) -> None:
     """Print each component in ms per call, the per-step floor, and loop / floor."""
     loop = [1 / x for x in loop_rates]
-    weights = dict(zip(costs, (1.0, 1.0, 1.0 - epsilon, 0.0, 1.0 / update_freq)))
+    weights = dict(zip(costs, (1.0, 1.0, 1.0 - epsilon, 0.0, 0.0, 0.0, 1.0 / update_freq)))
     floor = [sum(weights[k] * costs[k][i] for k in costs) for i in (0, 1)]
     click.echo(f"  {'component':44s} {'wall ms':>9s} {'CPU ms':>9s}  per step")
     for name, (wall, cpu) in costs.items():

@@ -1,9 +1,8 @@
 """Replaying a function's CUDA kernels as one CUDA graph (no counterpart in DQN 3.0).
 
-On a GPU, the agent's action forward pass and minibatch update are little GPU work (the
-update under a millisecond on an H100) behind tens to hundreds of kernel launches from
-Python, each costing the CPU more than the GPU; a captured graph launches them all at
-once. The kernels and their arguments are those of the eager call, so the results are the
+On a GPU, the agent's action forward pass and minibatch update are little GPU work behind
+tens to hundreds of kernel launches from Python, each costing the CPU more than the GPU; a
+captured graph launches them all at once. The kernels and their arguments are those of the eager call, so the results are the
 same.
 """
 from __future__ import annotations

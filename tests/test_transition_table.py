@@ -132,7 +132,7 @@ def test_wrap_around():
 
 
 def test_sampling_straddles_the_insert_position_once_wrapped():
-    """SPEC 8: indices are drawn from [1, num_entries - hist_len - 1] whatever the insert
+    """As in the Lua, indices are drawn from [1, num_entries - hist_len - 1] whatever the insert
     position, so a state can join the newest frames to the oldest."""
     table = make_table(13, max_size=10, buffer_size=8)  # frames 11, 12, 13 | 4, ..., 10; insert position 3
     expected = {(12, 13, 4, 5), (13, 4, 5, 6), (4, 5, 6, 7), (5, 6, 7, 8), (6, 7, 8, 9)}
