@@ -15,6 +15,13 @@ def os_reason(e: OSError) -> str:
     return os.strerror(e.errno) if e.errno else e.strerror or " ".join(str(e).split())
 
 
+def printable(text: str) -> str:
+    """``text`` with the bytes that are not UTF-8 (held as surrogates, as Python holds them in
+    file names and command-line arguments) as U+FFFD: text that can be drawn, printed or stored
+    in HDF5."""
+    return os.fsencode(text).decode(errors="replace")
+
+
 def creation_problem(folder: str) -> str | None:
     """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
     real attempt, with a temporary file that is removed at once: ``os.access`` says yes to

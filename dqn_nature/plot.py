@@ -18,7 +18,7 @@ import textwrap
 
 import numpy as np
 
-from .files import atomic_path, unwritable
+from .files import atomic_path, printable, unwritable
 from .runs import history_paths, load_runs
 from .scores import read_curves, reference
 
@@ -92,16 +92,10 @@ def seed_curves(run_set, field: str, x: str):
     return (x_values(run_set.runs[0], np.array(steps, dtype=np.int64), x), *stats)
 
 
-def _printable(text: str) -> str:
-    """``text`` with the bytes that are not UTF-8 (held as surrogates, as Python holds them in
-    file names and command-line arguments) as U+FFFD: text that matplotlib can draw."""
-    return os.fsencode(text).decode(errors="replace")
-
-
 def _labels(run_sets, labels) -> list[str]:
     """The legend text of each run set: ``labels`` (one for all, or one each), or by default
     the set's label with its number of seeds."""
-    labels = [_printable(label) for label in labels]
+    labels = [printable(label) for label in labels]
     if not labels:
         return [s.label + (f" ({len(s.runs)} seeds)" if len(s.runs) > 1 else "") for s in run_sets]
     if len(labels) == 1:
@@ -224,7 +218,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
             fig.legend(legend.values(), legend.keys(), loc="outside lower center", fontsize="small",
                        ncols=_legend_columns(legend, fig.get_figwidth()), frameon=False)
         if title or len(games) == 1:
-            fig.suptitle(_printable(title) if title else display_name(games[0]))
+            fig.suptitle(printable(title) if title else display_name(games[0]))
         image = io.BytesIO()  # drawn in memory: a full disk then fails our write, not matplotlib's PDF writer
         fig.savefig(image, format=fmt, dpi=dpi)
         plt.close(fig)

@@ -105,12 +105,16 @@ class Progress:
             return "?"
         return tqdm.format_interval(seconds)
 
+    def rate(self) -> str:
+        """Agent steps per second of training, one decimal ("52.1"), or "?"."""
+        rate = self.time_left.rate()
+        return "?" if rate is None else f"{rate:.1f}"
+
     def figures(self) -> str:
         """ETA, rate, frames, epsilon and the last evaluation's reward, as the bar shows them."""
         t = self.trainer
-        rate = self.time_left.rate()
         reward = f", reward {self.last_reward}" if self.last_reward is not None else ""
-        return (f"ETA {self.eta()}, {'?' if rate is None else f'{rate:.1f}'} steps/s, "
+        return (f"ETA {self.eta()}, {self.rate()} steps/s, "
                 f"frames {t.step * t.config.actrep}, epsilon {t.agent.train_epsilon():.3f}{reward}")
 
     def write(self, text: str) -> None:
@@ -132,10 +136,9 @@ class Progress:
         if event.step % c.prog_freq == 0:
             self.time_left.report(event.step)
             if self.bar.disable:
-                rate = self.time_left.rate()
                 reward = f", last eval reward {self.last_reward}" if self.last_reward is not None else ""
                 self.write(f"Steps: {event.step} (frames: {event.step * c.actrep}), "
-                           f"{'?' if rate is None else f'{rate:.1f}'} steps/s, ETA {self.eta()}, "
+                           f"{self.rate()} steps/s, ETA {self.eta()}, "
                            f"epsilon {t.agent.train_epsilon():.3f}{reward}")
             if c.verbose >= 2:
                 self.write(t.agent.report())

@@ -7,6 +7,7 @@ import dataclasses
 import os
 
 from .config import FIELDS
+from .files import printable
 from .history import HistoryError, load_history
 
 LABEL_ARGUMENTS = 3  # differing arguments named in a run set's label
@@ -74,7 +75,7 @@ def history_paths(inputs) -> list:
 def _name_label(runs) -> str:
     """The runs' file names without folder and suffix, or their common prefix: text for legends
     and tables, with any bytes of a name that are not UTF-8 shown as U+FFFD."""
-    names = [os.fsencode(os.path.splitext(os.path.basename(r.path))[0]).decode(errors="replace") for r in runs]
+    names = [printable(os.path.splitext(os.path.basename(r.path))[0]) for r in runs]
     if len(names) == 1:
         return names[0]
     return os.path.commonprefix(names).rstrip("_-.0123456789") or names[0]

@@ -25,6 +25,8 @@ import os
 import typing
 from importlib import resources
 
+from .files import printable
+
 CURVE_COLUMNS = ("game", "run", "frames", "mean_return")
 # Curves shipped with the package, by the name that --reference gives them: file and label.
 SHIPPED_CURVES = {"dopamine": ("dopamine_dqn_curves.csv", "Dopamine DQN")}
@@ -120,7 +122,7 @@ def read_curves(source: str) -> Curves:
         raise CurvesError(f"{source}: cannot read the reference CSV ({e.strerror})") from None
     except UnicodeDecodeError:
         raise CurvesError(f"{source}: not a text CSV file") from None
-    stem = os.fsencode(os.path.splitext(os.path.basename(source))[0]).decode(errors="replace")  # U+FFFD: not UTF-8
+    stem = printable(os.path.splitext(os.path.basename(source))[0])
     return Curves(stem or source, points)
 
 

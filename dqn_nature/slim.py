@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from .files import printable
 from .h5io import from_attr, h5_for_writing, read_errors_as, write_attrs
 from .history import HistoryError, load_history, open_history
 
@@ -45,9 +46,7 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
             arguments = {k: from_attr(v) for k, v in src["arguments"].attrs.items()} if "arguments" in src else None
             kept = {name: {key: dataset[()] for key, dataset in src[name].items()} for name in networks}
         with h5_for_writing(target) as dst:
-            # A name whose bytes are not UTF-8 (held with surrogates) is recorded with U+FFFD for them.
-            slimmed_from = os.fsencode(source).decode(errors="replace")
-            write_attrs(dst, _without_local_paths({**attrs, "slimmed_from": slimmed_from}))
+            write_attrs(dst, _without_local_paths({**attrs, "slimmed_from": printable(source)}))
             if arguments is not None:
                 write_attrs(dst.create_group("arguments"), _without_local_paths(arguments))
             src.copy(src["history"], dst)  # read whole by load_history: no damage left to meet
