@@ -177,7 +177,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     if os.path.realpath(output) in map(os.path.realpath, history_paths(paths)):  # a link to one too
         raise PlotError(f"{output} is one of the histories to plot; write the figure to another file")
     run_sets = load_runs(paths, skip=lambda m: note(f"skipped {m}"))
-    texts = _labels(run_sets, labels)
+    texts = ["\n".join(textwrap.wrap(text, LEGEND_WIDTH)) for text in _labels(run_sets, labels)]
     games = list(dict.fromkeys(s.game for s in run_sets))
     curves = None if reference_curves is None else read_curves(reference_curves)
     if not any(len(run.step_history) for s in run_sets for run in s.runs):
@@ -204,7 +204,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     # Names are plain text: a "$" in a file or game name does not start mathtext.
     with matplotlib.rc_context({"text.parse_math": False}):
         fig, panels = _figure(plt, games, x, dpi)
-        legend = {"\n".join(textwrap.wrap(text, LEGEND_WIDTH)): None for text in texts}  # the runs first
+        legend = dict.fromkeys(texts)  # the runs first
         for game, (ax_score, ax_value) in zip(games, panels):
             sets = [(s, text) for s, text in zip(run_sets, texts) if s.game == game]
             _draw_game(ax_score, ax_value, game, sets, colours, x=x, band=band, show_random_human=show_random_human,
@@ -234,26 +234,21 @@ def _figure(plt, games: list, x: str, dpi: int):
         ax_score.set(title=SCORE_LABEL, ylabel=SCORE_LABEL, xlabel=X_LABELS[x])
         ax_value.set(title="Average predicted action value (validation set)", ylabel=VALUE_LABEL, xlabel=X_LABELS[x])
         return fig, [(ax_score, ax_value)]
-    columns = len(games) if len(games) <= MAX_COLUMNS else math.ceil(len(games) / math.ceil(len(games) / MAX_COLUMNS))
+    columns = math.ceil(len(games) / math.ceil(len(games) / MAX_COLUMNS))
     rows = math.ceil(len(games) / columns)
     fig, axes = plt.subplots(2 * rows, columns, figsize=(GAME_SIZE[0] * columns, GAME_SIZE[1] * rows), dpi=dpi,
-                             layout="constrained", squeeze=False)
-    panels = []
-    for i, game in enumerate(games):
-        row, column = divmod(i, columns)
-        ax_score, ax_value = axes[2 * row, column], axes[2 * row + 1, column]
+                             layout="constrained")
+    panels = axes.reshape(rows, 2, columns).transpose(0, 2, 1).reshape(-1, 2)  # (score, value) of each cell in turn
+    for ax in panels[len(games):].flat:
+        ax.set_axis_off()
+    for i, (game, (ax_score, ax_value)) in enumerate(zip(games, panels)):
         ax_value.sharex(ax_score)
         ax_score.set_title(display_name(game))
         ax_value.set_xlabel(X_LABELS[x])
-        if column == 0:
+        if i % columns == 0:
             ax_score.set_ylabel(SCORE_LABEL)
             ax_value.set_ylabel(VALUE_LABEL)
-        panels.append((ax_score, ax_value))
-    for i in range(len(games), rows * columns):
-        row, column = divmod(i, columns)
-        axes[2 * row, column].set_axis_off()
-        axes[2 * row + 1, column].set_axis_off()
-    return fig, panels
+    return fig, panels[:len(games)]
 
 
 def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, band: str, show_random_human: bool,
@@ -265,13 +260,12 @@ def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, ba
     eng = matplotlib.ticker.EngFormatter(sep="")  # 250k, 1M; epochs as plain numbers (250m reads as millions)
     x_max, drawn = -np.inf, []  # the runs' last x; the score panel's values, for the Nature line
     for s, text in sets:
-        label = "\n".join(textwrap.wrap(text, LEGEND_WIDTH))
         for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
             xs, mean, low, high, std = seed_curves(s, field, x)
             if not len(xs):
                 continue
             x_max = max(x_max, xs[-1])
-            ax.plot(xs, mean, color=colours[text], marker="o" if len(xs) < 30 else None, markersize=3, label=label)
+            ax.plot(xs, mean, color=colours[text], marker="o" if len(xs) < 30 else None, markersize=3, label=text)
             lo = hi = mean
             if len(s.runs) > 1:
                 lo, hi = (mean - std, mean + std) if band == "std" else (low, high)

@@ -179,8 +179,8 @@ def aggregate(run_sets, frames: int = AGGREGATE_FRAMES, reps: int = 10_000, note
     if lacking:
         note(f"{curves.label} has no curves of {', '.join(lacking)} at {frames:,} frames; its column is left blank")
 
-    def estimates(matrix: np.ndarray):
-        """(point estimates, CI lows, CI highs) of ``METRICS`` over the runs x games ``matrix``."""
+    def estimates(matrix: np.ndarray) -> list:
+        """(point estimate, CI low, CI high) of each of ``METRICS`` over the runs x games ``matrix``."""
         def measure(m):
             return np.array([metrics.aggregate_median(m), metrics.aggregate_iqm(m), metrics.aggregate_mean(m)])
         # rliable draws its resamples from NumPy's global generator: seeded here for a
@@ -191,7 +191,7 @@ def aggregate(run_sets, frames: int = AGGREGATE_FRAMES, reps: int = 10_000, note
             points, intervals = library.get_interval_estimates({"runs": matrix}, measure, reps=reps)
         finally:
             np.random.set_state(state)
-        return points["runs"], *intervals["runs"]
+        return np.vstack([points["runs"], intervals["runs"]]).T.tolist()
 
     def matrix(values: dict) -> np.ndarray:
         """The runs x games matrix of ``values`` (game: scores), the first runs of each."""
@@ -205,15 +205,13 @@ def aggregate(run_sets, frames: int = AGGREGATE_FRAMES, reps: int = 10_000, note
         note("one run per game: the confidence intervals of these runs have no width (they come from "
              "resampling each game's runs)")
     ours = estimates(matrix(scores))
-    theirs = (None if lacking else
+    theirs = ([(None, None, None)] * len(METRICS) if lacking else
               estimates(matrix({g: [human_normalised(v, g) for v in dopamine[g]] for g in games})))
     return [dict(metric=name, frames=frames, games=" ".join(games), runs=min(map(len, scores.values())),
-                 score=float(ours[0][i]), ci_low=float(ours[1][i]), ci_high=float(ours[2][i]),
-                 reference_runs=None if theirs is None else min(map(len, dopamine.values())),
-                 reference=None if theirs is None else float(theirs[0][i]),
-                 reference_ci_low=None if theirs is None else float(theirs[1][i]),
-                 reference_ci_high=None if theirs is None else float(theirs[2][i]))
-            for i, name in enumerate(METRICS)]
+                 score=score, ci_low=low, ci_high=high,
+                 reference_runs=None if lacking else min(map(len, dopamine.values())),
+                 reference=their_score, reference_ci_low=their_low, reference_ci_high=their_high)
+            for name, (score, low, high), (their_score, their_low, their_high) in zip(METRICS, ours, theirs)]
 
 
 def format_aggregate(rows, fmt: str, reps: int) -> str:

@@ -56,20 +56,17 @@ def history_paths(inputs) -> list:
     Raises:
         HistoryError: a folder without any history file.
     """
-    paths = []
+    paths = {}  # real path: the first path met for it
     for item in inputs:
+        found = [item]
         if os.path.isdir(item):
             found = sorted(os.path.join(root, name) for root, _, names in os.walk(item) for name in names
                            if name.endswith(".h5") and not name.endswith(".params.h5"))
             if not found:
                 raise HistoryError(f"{item}: no .h5 history file in this folder")
-            paths += found
-        else:
-            paths.append(item)
-    unique = {}
-    for path in paths:
-        unique.setdefault(os.path.realpath(path), path)
-    return list(unique.values())
+        for path in found:
+            paths.setdefault(os.path.realpath(path), path)
+    return list(paths.values())
 
 
 def _name_label(runs) -> str:

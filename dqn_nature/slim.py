@@ -34,7 +34,7 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
         HistoryError: ``source`` is not a readable history (damaged included), or lacks one of ``networks``.
         OSError: ``target`` cannot be written.
     """
-    load_history(source)  # validates format and checksums
+    attrs = load_history(source).attrs  # validates format and checksums
     size = os.path.getsize(source)
     with open_history(source) as src:
         # What is read before the writing starts, so that an OSError from then on is the target's.
@@ -42,7 +42,6 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
             missing = [name for name in networks if name not in src]
             if missing:
                 raise HistoryError(f"{source} holds no {' or '.join(missing)} network")
-            attrs = {k: from_attr(v) for k, v in src.attrs.items()}
             arguments = {k: from_attr(v) for k, v in src["arguments"].attrs.items()} if "arguments" in src else None
             kept = {name: {key: dataset[()] for key, dataset in src[name].items()} for name in networks}
         with h5_for_writing(target) as dst:
