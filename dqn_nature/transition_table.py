@@ -62,7 +62,6 @@ class TransitionTable:
         self.buf_r = np.zeros(buffer_size, np.float32)
         self.buf_term = np.zeros(buffer_size, np.float32)
         self.buf_ind = None  # next unread buffer slot; None until the first fill
-        self.fills = 0  # refills of the buffer so far
 
     def reset(self) -> None:
         """Forget all transitions (``reset``)."""
@@ -128,47 +127,34 @@ class TransitionTable:
         return (self.concat_frames(index), int(self.a[j]), float(self.r[j]),
                 self.concat_frames(index + 1), bool(self.t[j + 1]))
 
-    def _draw_index(self, u):
-        """Map uniform draws in [0, 1) to indices in [1, num_entries - hist_len - 1]."""
-        return 1 + (u * (self.num_entries - self.hist_len - 1)).astype(np.int64)
-
     def sample_one(self):
-        """One uniformly drawn transition whose state does not end an episode (``sample_one``).
-
-        Draws one ``rng.random()`` per candidate index and redraws while the flag at
-        index + hist_len - 1 is set. Ignores the insert position. Returns ``get(index)``.
+        """One uniformly drawn transition whose state does not end an episode (``sample_one``):
+        ``get`` of the index ``sample_indices(1)`` draws.
 
         Raises:
             RuntimeError: fewer than hist_len + 2 transitions are stored.
         """
-        self._check_sampleable()
-        while True:
-            index = int(self._draw_index(np.float64(self.rng.random())))
-            if not self.t[index + self.hist_len - 1]:
-                return self.get(index)
+        return self.get(int(self.sample_indices(1)[0]))
 
     def sample_indices(self, n: int) -> np.ndarray:
-        """``n`` indices exactly as ``n`` calls of ``sample_one`` draw them, vectorised.
-
-        Each round draws only as many uniforms as samples are still missing, so the
-        generator is advanced exactly as by the one-at-a-time path. Returns int64 (n,).
+        """``n`` indices, each uniform in [1, num_entries - hist_len - 1] and redrawn while the flag
+        at index + hist_len - 1 is set (the insert position ignored), vectorised: each round draws
+        one ``rng.random()`` per sample still missing, so the generator advances as by ``n`` draws
+        one at a time. Returns int64 (n,).
 
         Raises:
             RuntimeError: fewer than hist_len + 2 transitions are stored.
         """
-        self._check_sampleable()
+        if self.num_entries < self.hist_len + 2:
+            raise RuntimeError(f"cannot sample from a replay memory of {self.num_entries} transitions")
         chosen = []
         need = n
         while need:
-            cand = self._draw_index(self.rng.random(need))
+            cand = 1 + (self.rng.random(need) * (self.num_entries - self.hist_len - 1)).astype(np.int64)
             cand = cand[~self.t[cand + self.hist_len - 1]]
             chosen.append(cand)
             need -= len(cand)
         return np.concatenate(chosen)
-
-    def _check_sampleable(self):
-        if self.num_entries < self.hist_len + 2:
-            raise RuntimeError(f"cannot sample from a replay memory of {self.num_entries} transitions")
 
     def fill_buffer(self) -> None:
         """Refill the prefetch buffer with ``buffer_size`` samples (``fill_buffer``).
@@ -193,7 +179,6 @@ class TransitionTable:
         self.buf_r[:] = self.r[idx + h - 1]
         self.buf_term[:] = flags[:, h]
         self.buf_ind = 0
-        self.fills += 1
 
     def sample(self, batch_size: int = 1):
         """The next ``batch_size`` prefetched transitions (``sample``).
