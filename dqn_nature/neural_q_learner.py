@@ -47,18 +47,17 @@ class NeuralQLearner:
         seed = agent_params.pop("seed", None)
         if agent_params.pop("network", "convnet_atari3") != "convnet_atari3":
             raise ValueError("network must be 'convnet_atari3' (load pretrained weights into agent.network)")
-        params = agent_defaults()
+        p = agent_defaults()
         python_names = {f.name: lua_name(f) for f in FIELDS if f.metadata["agent"]}
         for key, value in agent_params.items():
             key = python_names.get(key, key)
-            if key not in params:
+            if key not in p:
                 raise ValueError(f"unknown agent parameter {key!r}")
-            params[key] = value
-        if params["preproc"] != "net_downsample_2x_full_y":
-            raise ValueError(f"preproc must be 'net_downsample_2x_full_y', not {params['preproc']!r}")
+            p[key] = value
+        if p["preproc"] != "net_downsample_2x_full_y":
+            raise ValueError(f"preproc must be 'net_downsample_2x_full_y', not {p['preproc']!r}")
         self.actions = list(actions)
         self.n_actions = len(self.actions)
-        p = params
         self.lr_start = self.lr = float(p["lr"])
         self.lr_end = self.lr_start if p["lr_end"] is None else float(p["lr_end"])
         self.lr_endt = p["lr_endt"]
@@ -237,12 +236,6 @@ class NeuralQLearner:
             q2_max = self._q_values(target_net, s2).float().max(1).values
         with torch.set_grad_enabled(need_grad), self._autocast():
             q_all = (self.network(self._to_input(s)) if need_grad else self._q_values(self.network, s)).float()
-        return *self.td_targets(q_all, q2_max, a, r, term), q2_max, q_all
-
-    def td_targets(self, q_all, q2_max, a, r, term):
-        """``get_q_update``'s (targets, delta) from Q(s, .) float32 (N, n_actions) and
-        max_a target(s2, a) float32 (N,), for a, r, term as it takes them: the second half of
-        ``getQUpdate``."""
         a = torch.as_tensor(a, device=self.device)
         r = torch.as_tensor(r, dtype=torch.float32, device=self.device)
         term = torch.as_tensor(term, dtype=torch.float32, device=self.device)
@@ -251,7 +244,8 @@ class NeuralQLearner:
         delta = delta + self.discount * (1 - term) * q2_max - q
         if self.clip_delta:
             delta = delta.clamp(-self.clip_delta, self.clip_delta)
-        return torch.zeros_like(q_all).scatter_(1, a[:, None], delta[:, None]), delta
+        targets = torch.zeros_like(q_all).scatter_(1, a[:, None], delta[:, None])
+        return targets, delta, q2_max, q_all
 
     def _q_values(self, network, frames) -> torch.Tensor:
         """Q-values of a large batch without gradient, the convolutional trunk in chunks of
