@@ -20,7 +20,6 @@ class ConvNetAtari3(nn.Module):
 
     def __init__(self, n_actions: int, hist_len: int = 4, ncols: int = 1):
         super().__init__()
-        self.n_actions = n_actions
         self.in_channels = hist_len * ncols
         self.conv1 = nn.Conv2d(self.in_channels, 32, 8, stride=4, padding=1)
         self.conv2 = nn.Conv2d(32, 64, 4, stride=2)

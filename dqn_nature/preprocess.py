@@ -44,11 +44,8 @@ def shrink_plan(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
         cell = [(first, one - first_frac)] + [(j, one) for j in range(first + 1, last)]
         if last < n_in:
             cell.append((last, last_frac))
-        count = cell[0][1]
-        for _, w in cell[1:]:  # n = 1 - frac; n += 1 ...; n += last_frac, in float32
-            count = count + w
         terms.append(cell)
-        counts.append(count)
+        counts.append(sum((w for _, w in cell[1:]), cell[0][1]))  # n = 1 - frac; n += 1 ...; n += last_frac
         first, first_frac = last, last_frac
     k = max(map(len, terms))
     index, weight = np.zeros((k, n_out), np.int64), np.zeros((k, n_out), np.float32)
