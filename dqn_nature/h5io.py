@@ -38,12 +38,11 @@ def read_errors_as(error: type[Exception], prefix: str):
 
 
 def write_attrs(obj, values: dict) -> None:
-    """Set attributes of ``obj`` (an ``h5py`` file, group or dataset) from ``values``: None is
-    stored as an empty string, and strings as fixed-length UTF-8 rather than h5py's default
-    variable-length type. Variable-length strings live in the file's global heap, where a few
-    damaged bytes can make HDF5 (2.0.0) loop forever while reading; fixed-length ones live in
-    the object's header, under the checks that end in a one-line error. ``from_attr`` reads
-    both kinds back. No Lua counterpart (``torch.save`` wrote Lua tables).
+    """Set attributes of ``obj`` (an ``h5py`` file, group or dataset) from ``values``: None as
+    an empty string, strings as fixed-length UTF-8. h5py's default variable-length strings live
+    in the file's global heap, where a few damaged bytes can make HDF5 (2.0.0) loop forever;
+    fixed-length ones live in the object's header, under the checks that end in a one-line
+    error. No Lua counterpart (``torch.save`` wrote Lua tables).
 
     Raises:
         TypeError: a value h5py cannot store as an attribute.
@@ -113,12 +112,12 @@ def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py
     except READ_ERRORS as e:
         raise error(f"{path}: not a readable HDF5 file, damaged or truncated ({e})") from None
     try:
-        found = from_attr(f.attrs.get("format"))
-    except READ_ERRORS as e:
+        with read_errors_as(error, f"{path}: damaged {kind} file"):
+            found = from_attr(f.attrs.get("format"))
+        if found != fmt:
+            raise error(f"{path}: not a dqn_nature {kind} file (format attribute {found!r})")
+    except error:
         f.close()
-        raise error(f"{path}: damaged {kind} file ({e})") from None
-    if found != fmt:
-        f.close()
-        raise error(f"{path}: not a dqn_nature {kind} file (format attribute {found!r})")
+        raise
     return f
 

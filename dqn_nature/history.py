@@ -160,12 +160,9 @@ def _missing_network_hint(f: h5py.File, which: str) -> str:
 
 
 def open_history(path: str) -> h5py.File:
-    """``path`` open for reading (an ``h5py.File`` for the caller to close), checked to be a
-    history file as ``h5io.open_checked`` checks it.
-
-    Raises:
-        HistoryError: no such file, not a regular file, not readable as HDF5, or not a history.
-    """
+    """``path`` open for reading (an ``h5py.File`` for the caller to close), checked by
+    ``h5io.open_checked``. Raises HistoryError: no such file, not a regular file, not readable
+    as HDF5, or not a history."""
     return open_checked(path, FORMAT, "history", HistoryError)
 
 

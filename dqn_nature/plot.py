@@ -258,7 +258,7 @@ def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, ba
     import matplotlib
 
     eng = matplotlib.ticker.EngFormatter(sep="")  # 250k, 1M; epochs as plain numbers (250m reads as millions)
-    x_max, drawn = -np.inf, []  # the runs' last x; the score panel's values, for the Nature line
+    x_max = -np.inf  # the runs' last x
     for s, text in sets:
         for ax, field in ((ax_score, "score_history"), (ax_value, "v_history")):
             xs, mean, low, high, std = seed_curves(s, field, x)
@@ -266,19 +266,15 @@ def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, ba
                 continue
             x_max = max(x_max, xs[-1])
             ax.plot(xs, mean, color=colours[text], marker="o" if len(xs) < 30 else None, markersize=3, label=text)
-            lo = hi = mean
             if len(s.runs) > 1:
                 lo, hi = (mean - std, mean + std) if band == "std" else (low, high)
                 ax.fill_between(xs, lo, hi, color=colours[text], alpha=0.25, linewidth=0)
-            if ax is ax_score:
-                drawn += [lo, hi]
     ref = reference(game)
     if show_random_human:
         for value, name, colour in ((ref.random, "random", "tab:red"), (ref.human, "human", "tab:green")):
             if value is not None:
                 ax_score.axhline(value, color=colour, linestyle=":", linewidth=1.2,
                                  label=f"{name} {value:g}" if one_game else name)
-                drawn.append([value])
     if curves is not None and x_max > -np.inf:
         points = _reference_band(curves, game, x, sets[0][0].runs[0].actrep, x_max)
         if points is None:
@@ -289,23 +285,21 @@ def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, ba
         else:
             ax_score.fill_between(*points, color="grey", alpha=0.35, linewidth=0,
                                   label=f"{curves.label}, {curves.runs(game)} runs")
-            drawn += points[1:]
-    _draw_nature(ax_score, ref, nature, drawn, one_game)
+    _draw_nature(ax_score, ref, nature, one_game)
     if x != "epochs":
         for ax in (ax_score, ax_value):
             ax.xaxis.set_major_formatter(eng)
 
 
-def _draw_nature(ax, ref, nature: bool | None, drawn: list, one_game: bool) -> None:
+def _draw_nature(ax, ref, nature: bool | None, one_game: bool) -> None:
     """The Nature DQN score of ``ref`` as a dashed line, its standard deviation hatched, where
-    ``nature`` asks for it (None: where it lies within the range of the values ``drawn``,
+    ``nature`` asks for it (None: where it lies within the range of the data drawn in ``ax``,
     without widening the axis for the hatching)."""
     mean, std = ref.nature_mean, ref.nature_std
     if nature is False or mean is None:
         return
-    values = np.concatenate([np.ravel(v) for v in drawn]) if drawn else np.empty(0)
-    values = values[np.isfinite(values)]
-    if nature is None and not (len(values) and values.min() <= mean <= values.max()):
+    low, high = ax.dataLim.intervaly  # inf, -inf where nothing is drawn
+    if nature is None and not low <= mean <= high:
         return
     limits = ax.get_ylim()
     text = "Nature DQN" + (f" {mean:g}" + (f" ± {std:g}" if std else "") if one_game else "")

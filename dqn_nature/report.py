@@ -105,12 +105,6 @@ def format_rows(rows, fmt: str, columns: dict = COLUMNS, text_columns=("game", "
 AGGREGATE_FRAMES = 10_000_000  # where the aggregate compares runs by default
 REFERENCE = "dopamine"  # the shipped curves the aggregate compares runs with
 METRICS = ("median", "IQM", "mean")
-# Aggregate column key -> header. Scores are human-normalised, in percent.
-AGGREGATE_COLUMNS = {
-    "metric": "metric", "frames": "frames", "games": "games", "runs": "runs", "score": "these runs",
-    "ci_low": "95% CI low", "ci_high": "high", "reference_runs": "runs", "reference": "Dopamine DQN",
-    "reference_ci_low": "95% CI low", "reference_ci_high": "high",
-}
 
 
 class ReportError(ValueError):
@@ -140,9 +134,10 @@ def aggregate(run_sets, frames: int = AGGREGATE_FRAMES, reps: int = 10_000, note
     that ends at ``frames``. Each thing left out is passed to ``note`` as one line.
 
     Returns:
-        One dict per metric of ``METRICS``, with the keys of ``AGGREGATE_COLUMNS``: ``games``
-        the games' ids, ``runs`` / ``reference_runs`` the runs per game; the ``reference``
-        values None where Dopamine lacks a game at ``frames``.
+        One dict per metric of ``METRICS``: ``metric``, ``frames``, ``games`` (the games' ids),
+        ``runs`` (per game), ``score``, ``ci_low``, ``ci_high``, and the same of Dopamine's runs:
+        ``reference_runs``, ``reference``, ``reference_ci_low``, ``reference_ci_high`` (None where
+        Dopamine lacks a game at ``frames``). Scores are human-normalised, in percent.
 
     Raises:
         ReportError: rliable not installed, several configurations of one game, or no run with
@@ -218,7 +213,7 @@ def format_aggregate(rows, fmt: str, reps: int) -> str:
     """``rows`` of ``aggregate`` as ``format_rows`` writes them; text and Markdown begin with a
     line saying what the numbers are, and show each interval as ``[low, high]`` in one cell."""
     if fmt in ("csv", "json"):
-        return format_rows(rows, fmt, AGGREGATE_COLUMNS, text_columns=("metric", "games"))
+        return format_rows(rows, fmt, dict.fromkeys(rows[0]))  # the rows' keys as columns
     first = rows[0]
 
     def interval(low, high):

@@ -1,18 +1,14 @@
-"""Reference scores and curves: the Nature DQN results, the random and human baselines, and
-learning curves such as Dopamine's DQN, per game. No Lua counterpart.
+"""Reference scores and curves per game, keyed by ale-py ROM id. No Lua counterpart. The package
+ships them in ``dqn_nature/reference/``, whose README gives each file's source and licence:
 
-The package ships them in ``dqn_nature/reference/``, whose README gives each file's source and
-licence:
-
-- ``nature_dqn_scores.csv``: DQN's score in Extended Data Table 2 of Mnih et al., "Human-level
-  control through deep reinforcement learning", Nature 518, 529-533 (2015), and its standard
-  deviation where the table lists one (29 games);
+- ``nature_dqn_scores.csv``: DQN's score in Extended Data Table 2 of Mnih et al., Nature 518,
+  529-533 (2015), and its standard deviation where the table lists one (29 games);
 - ``atari57_random_human.csv``: the random-agent and human scores of the 57-game protocol, as
   DQN Zoo lists them;
 - ``dopamine_dqn_curves.csv``: Dopamine's DQN, 5 runs of each of its 60 games, one mean
   training return per 1,000,000 frames.
 
-Scores are mean undiscounted episode returns (game points). Games are keyed by ale-py ROM id.
+Scores are mean undiscounted episode returns (game points).
 """
 from __future__ import annotations
 
