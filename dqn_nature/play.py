@@ -1,14 +1,6 @@
-"""Playing a trained network: episodes, the Nature evaluation protocol, GIF and video writers
-(the playing loop of ``dqn/test_agent.lua``; its command is ``commands/test.py``).
-
-Each game is played as ``train_agent.lua``'s evaluation plays its episodes: the first
-starts with ``newGame()`` (which plays out the running game at random), the next ones
-with ``nextRandomGame()``; actions come from ``perceive(..., testing=True, testing_ep)``;
-losing a life does not end the episode.
-
-``Protocol`` and ``evaluate`` play the Nature paper's evaluation instead and summarise it
-against the paper's, random and human scores (``scores``).
-"""
+"""Playing a trained network (the playing loop of ``dqn/test_agent.lua``; its command is
+``commands/test.py``): episodes, the Nature paper's evaluation protocol summarised against the
+paper's, random and human scores, GIF and video writers."""
 from __future__ import annotations
 
 import contextlib
@@ -61,7 +53,10 @@ class Step:
 def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TESTING_EP,
          max_steps: int | None = None, with_q: bool = False, max_frames: int | None = None,
          random_first: bool = False) -> Iterator[Step]:
-    """Play ``episodes`` games and yield every agent step (the loop of ``test_agent.lua``).
+    """Play ``episodes`` games and yield every agent step (the loop of ``test_agent.lua``), as
+    ``train_agent.lua``'s evaluation plays them: the first starts with ``new_game()`` (which plays
+    out the running game at random), the next ones with ``next_random_game()``; actions come from
+    ``perceive(..., testing=True, testing_ep)``; losing a life does not end the episode.
 
     Args:
         env: the game. Its ``frame_hook``, if set, is called with every emulator frame (the
@@ -72,8 +67,7 @@ def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TES
         max_frames: cut an episode after as many agent steps as fit in this many emulator
             frames (exactly this many frames when actrep divides it), counted from its first
             agent step: the no-op frames of its start are not counted.
-        random_first: start the first episode with ``next_random_game()`` as the later ones,
-            instead of ``new_game()`` (``test_agent.lua``).
+        random_first: start the first episode with ``next_random_game()`` too.
 
     Raises:
         ValueError: ``max_frames`` below ``env.actrep`` (not one agent step), on the first
@@ -88,10 +82,14 @@ def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TES
         limit = min(limit or max_frames, max_frames // env.actrep)
     actions = env.get_actions()
     outer = env.frame_hook
-    screen, reward, terminal = env.next_random_game() if random_first else env.new_game()
+
+    def capture(frame):
+        captured.append(frame.copy())
+        if outer is not None:
+            outer(frame)
+
     for episode in range(episodes):
-        if episode:
-            screen, reward, terminal = env.next_random_game()
+        screen, reward, terminal = env.next_random_game() if episode or random_first else env.new_game()
         score, step, frames = 0.0, 0, 0
         while not terminal and (limit is None or step < limit):
             action = agent.perceive(reward, screen, terminal, testing=True, testing_ep=testing_ep)
@@ -100,13 +98,7 @@ def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TES
                 with torch.inference_mode():
                     state = torch.from_numpy(agent.transitions.get_recent()).to(agent.device)
                     q = agent.network(state[None]).float().cpu().numpy()[0]
-            captured = []
-
-            def capture(frame, captured=captured):
-                captured.append(frame.copy())
-                if outer is not None:
-                    outer(frame)
-
+            captured = []  # this step's frames, which capture appends to
             env.frame_hook = capture
             try:
                 screen, reward, terminal = env.step(actions[action])
@@ -296,18 +288,15 @@ class GifWriter:
         if self.previous is None:
             header, _ = GifImagePlugin.getheader(_paletted(frame), info={"loop": 0})
             self.fh.write(b"".join(header))
-            left = top = 0
-            right, bottom = frame.shape[1], frame.shape[0]
+            changed = np.ones(frame.shape[:2], bool)
         else:
             changed = np.any(frame != self.previous, axis=2)
-            rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
-            if rows.size:
-                left, top, right, bottom = cols[0], rows[0], cols[-1] + 1, rows[-1] + 1
-            else:
-                left, top, right, bottom = 0, 0, 1, 1
-        image = _paletted(frame[top:bottom, left:right])
-        self.fh.write(b"".join(GifImagePlugin.getdata(image, offset=(int(left), int(top)), duration=self.delay_ms,
-                                                      disposal=1, include_color_table=True)))
+        rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
+        if not rows.size:  # an unchanged frame: its top-left pixel
+            rows = cols = np.zeros(1, int)
+        image = _paletted(frame[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
+        self.fh.write(b"".join(GifImagePlugin.getdata(image, offset=(int(cols[0]), int(rows[0])),
+                                                      duration=self.delay_ms, disposal=1, include_color_table=True)))
         self.previous = frame
 
     def close(self) -> None:
