@@ -24,30 +24,26 @@ from ..play import FPS, PROTOCOLS, VIDEO_CONTAINERS, Evaluation, GifWriter, Vide
 
 def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_image: int, size, names):
     """Open the GIF, video and CSV outputs (each written under a temporary name, renamed when
-    ``stack`` closes without error). Returns (functions taking a uint8 (H, W, 3) frame, csv
-    writer or None). Raises OSError."""
+    ``stack`` closes without error, after the writers' ``close``). Returns (the GIF and video
+    writers, csv writer or None). Raises OSError."""
     def open_output(path, mode, **kwargs):
         stream = standard_stream(path)
-        if stream:
-            return stack.enter_context(open(os.dup(stream.fileno()), mode, **kwargs))
-        return stack.enter_context(open(stack.enter_context(atomic_path(path)), mode, **kwargs))
+        target = os.dup(stream.fileno()) if stream else stack.enter_context(atomic_path(path))
+        return stack.enter_context(open(target, mode, **kwargs))
 
-    sinks, rows = [], None
+    writers, rows = [], None
     if gif_file:
-        fh = open_output(gif_file, "wb")
-        gif = GifWriter(fh, max(2, round(100 * per_image / FPS)))
-        stack.callback(gif.close)
-        sinks.append(gif.append)
+        writers.append(GifWriter(open_output(gif_file, "wb"), max(2, round(100 * per_image / FPS))))
     if video:
-        writer = VideoWriter(stack.enter_context(atomic_path(video)), size, Fraction(FPS, per_image),
-                             VIDEO_CONTAINERS[os.path.splitext(video)[1].lower()])
+        writers.append(VideoWriter(stack.enter_context(atomic_path(video)), size, Fraction(FPS, per_image),
+                                   VIDEO_CONTAINERS[os.path.splitext(video)[1].lower()]))
+    for writer in writers:
         stack.callback(writer.close)
-        sinks.append(writer.append)
     if csv_file:
         fh = open_output(csv_file, "w", newline="")
         rows = csv.writer(fh)
         rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
-    return sinks, rows
+    return writers, rows
 
 
 def _option(name: str, *aliases: str, **kwargs):
@@ -196,8 +192,8 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     try:  # a full disk fails both a write and the closing of the files: report it once
         with contextlib.ExitStack() as stack:
             try:
-                sinks, rows = _open_outputs(stack, gif_file, video, csv_file, per_image, env.screen.frames.shape[1:3],
-                                            names)
+                writers, rows = _open_outputs(stack, gif_file, video, csv_file, per_image,
+                                              env.screen.frames.shape[1:3], names)
             except OSError as e:
                 fail(f"cannot open the output files: {os_reason(e)}")
             with_q = rows is not None
@@ -209,10 +205,9 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
                 for frame in (s.frames[-1:] if frame_skip else s.frames):
                     if overlay:
                         frame = draw_overlay(frame, f"{s.score:g} {names[s.action]}")
-                    for sink in sinks:
-                        sink(frame)
-                if s.episode_end:
-                    e = s.episode_end
+                    for writer in writers:
+                        writer.append(frame)
+                if e := s.episode_end:
                     results.append(e)
                     cut = f"cut at {protocol.cap()}" if protocol else f"stopped at --max-steps {max_steps}"
                     click.echo(f"Episode {s.episode}: score {e.score:g}, {e.steps} steps, {e.frames} frames"
