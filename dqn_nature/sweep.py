@@ -3,15 +3,14 @@ work of ``dqn-sweep``, ``commands/sweep.py``).
 
 Each run is ``dqn-train --game G --seed K --name OUT/G/seed<K>/NAME [options]`` in a subprocess
 (isolated torch threads and signals, the real command-line validation), with its output in
-``OUT/G/seed<K>/train.log``. The sweep's record is ``OUT/sweep.json``. Running the same command
-again skips finished runs and restarts the others, from ``NAME.ckpt`` where it exists.
-
-Every game is checked before Ray starts, with dqn-train's check: its ROM, or only that ale-py
-knows the game where the runs go to a cluster (``--address``), whose workers may hold
-``--game-path`` ROMs that this machine lacks.
+``OUT/G/seed<K>/train.log``; the sweep's record is ``OUT/sweep.json``. Every game is checked
+before Ray starts, with dqn-train's check: its ROM, or only that ale-py knows the game where
+the runs go to a cluster (``--address``), whose workers may hold ``--game-path`` ROMs that this
+machine lacks.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -71,7 +70,6 @@ def train_run(arguments: list[str], checkpoint: str, log: str, cwd: str) -> dict
     exe = os.path.join(os.path.dirname(sys.executable), "dqn-train")
     exe = exe if os.path.exists(exe) else shutil.which("dqn-train") or "dqn-train"
     resumed = os.path.exists(checkpoint)
-    # Without a checkpoint to continue, the run starts afresh over whatever it left before.
     command = [exe, *(["--resume", checkpoint] if resumed else ["--overwrite"]), *arguments]
     os.makedirs(os.path.dirname(log), exist_ok=True)
     started, t0, stderr = now(), time.monotonic(), {}
@@ -176,10 +174,8 @@ class Run:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("log_size", "rate")}
 
     def poll(self) -> None:
-        """Update state, steps, last evaluation reward and steps/s from ``train.log`` and the
-        history file; a missing or half-written file is taken as no news."""
-        from .history import HistoryError, load_history
-
+        """Update state, steps, last evaluation reward and steps/s from ``train.log`` and
+        ``read_files``; a missing or half-written file is taken as no news."""
         try:
             size = os.path.getsize(self.log)
             with open(self.log, "rb") as fh:
@@ -195,9 +191,19 @@ class Run:
                 self.reward = float(m[2])
             else:
                 self.rate = float(m[3])
+        self.read_files()
+
+    def read_files(self) -> None:
+        """Update steps and the last evaluation reward from the history, else (none yet, or
+        ``--save-versions``' ``<name>_<k>.h5``) steps from the checkpoint, where they can be read."""
+        from .checkpoint import CheckpointError, read_header
+        from .history import HistoryError, load_history
+
         try:
             history = load_history(self.history)
         except HistoryError:
+            with contextlib.suppress(CheckpointError):
+                self.steps = max(self.steps, read_header(self.checkpoint)[1])
             return
         self.steps = max(self.steps, history.steps)
         if self.reward is None and len(history.reward_history):
@@ -387,10 +393,9 @@ def start_ray(address: str | None):
 
 
 def run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concurrent: int, cpus: float,
-             gpus: float, save) -> bool:
-    """Submit the runs (at most ``max_concurrent`` at a time), poll them until all have ended,
-    calling ``save()`` on each change of state; return whether Ctrl-C (or SIGTERM) interrupted
-    the sweep."""
+             gpus: float, save) -> None:
+    """Submit the runs (at most ``max_concurrent`` at a time) and poll them until all have ended
+    or Ctrl-C (or SIGTERM) interrupts the sweep, calling ``save()`` on each change of state."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     task = ray.remote(train_run).options(num_cpus=cpus, num_gpus=gpus)
     cwd, queue, in_flight = os.getcwd(), list(todo), {}
@@ -440,8 +445,6 @@ def run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concur
         for run in in_flight.values():
             run.state, run.error = "failed", "interrupted; did not stop within 120 s"
         save()
-        return True
-    return False
 
 
 def summary(runs: list[Run], out: str, table: Table) -> None:

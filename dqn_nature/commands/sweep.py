@@ -2,7 +2,6 @@
 (the library's part is ``dqn_nature/sweep.py``)."""
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import math
 import os
@@ -91,9 +90,6 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
     if importlib.util.find_spec("ray") is None:
         fail("Ray is not installed: pip install 'dqn-nature[ray]'")
-    from ..checkpoint import CheckpointError, read_header
-    from ..history import HistoryError, load_history
-
     arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
                      steps=config.steps, options=options, address=address, cpus_per_run=cpus_per_run,
                      gpus_per_run=gpus_per_run, max_concurrent=max_concurrent)
@@ -105,18 +101,12 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             base = os.path.join(folder, name or default_name(game))
             run = sweep.Run(game, seed, folder, base + ".h5", base + ".ckpt", os.path.join(folder, "train.log"),
                       *sweep.run_logs(config, game, seed))
-            try:
-                history = load_history(run.history)
-                run.steps = history.steps
-                run.reward = float(history.reward_history[-1]) if len(history.reward_history) else None
-            except HistoryError:  # none yet, or --save-versions' <name>_<k>.h5: the checkpoint's step
-                with contextlib.suppress(CheckpointError):
-                    run.steps = read_header(run.checkpoint)[1]
+            run.read_files()
             if run.steps >= config.steps or (game, seed) in done_before:
                 run.state = "skipped"
             runs.append(run)
     todo = [r for r in runs if r.state == "pending"]
-    table, started, interrupted, ray = sweep.Table(runs, config.steps), sweep.now(), False, None
+    table, started, ray = sweep.Table(runs, config.steps), sweep.now(), None
     stop = []  # the signal that interrupted the sweep
     try:  # before Ray, whose start is slow and talkative
         os.makedirs(out, exist_ok=True)
@@ -161,14 +151,14 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, interrupt)
         try:
-            interrupted = sweep.run_all(ray, todo, table, forwarded, max_concurrent or len(todo), cpus_per_run,
-                                   gpus_per_run, save)
+            sweep.run_all(ray, todo, table, forwarded, max_concurrent or len(todo), cpus_per_run, gpus_per_run,
+                          save)
         finally:
             ray.shutdown()
     table.show(final=True)
     recorded = save(sweep.now())
     sweep.summary(runs, out, table)
-    sys.exit(128 + stop[0] if interrupted else
+    sys.exit(128 + stop[0] if stop else
              0 if recorded and all(r.state in ("finished", "skipped") for r in runs) else 1)
 
 
