@@ -86,8 +86,8 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             rom_path(game, None if address else config.game_path)
         options = sweep.fixed_options(config)
         sweep.check_same_experiment(record_path, options)
-    except (click.ClickException, ConfigError, GameError) as e:
-        fail(e.format_message() if isinstance(e, click.ClickException) else str(e))
+    except (ConfigError, GameError) as e:  # click's errors are run_command's to report
+        fail(str(e))
     if importlib.util.find_spec("ray") is None:
         fail("Ray is not installed: pip install 'dqn-nature[ray]'")
     arguments = dict(games=game_list, seeds=seed_list, out=out, name=name, train_args=forwarded,
