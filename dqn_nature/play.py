@@ -136,7 +136,7 @@ class Protocol:
     def describe(self, actrep: int) -> str:
         """One line: the protocol played with ``actrep`` frames per agent step."""
         cap = self.cap()
-        if cap and self.max_frames is not None:
+        if self.max_frames is not None:
             cap += f" ({self.max_frames // actrep} agent steps)"
         starts = "1 no-op frame" if self.random_starts <= 1 else f"1..{self.random_starts} no-op frames"
         return (f"{self.episodes} episode(s){' of at most ' + cap if cap else ''}, each after {starts}, "
@@ -195,8 +195,8 @@ class Evaluation:
         lines = [f"Protocol {self.protocol.name}, {self.game}: {len(scores)} episode(s), mean score {scores.mean():g}, "
                  f"std {scores.std():g}, min {scores.min():g}, max {scores.max():g}{cap}"]
         normalised = human_normalised(scores.mean(), self.game)
-        lines.append(f"Human-normalised score: {normalised:.1f}% (random {ref.random:g}, human {ref.human:g})"
-                     if normalised is not None else f"Human-normalised score: no random and human scores for {self.game}")
+        lines.append("Human-normalised score: " + (f"{normalised:.1f}% (random {ref.random:g}, human {ref.human:g})"
+                     if normalised is not None else f"no random and human scores for {self.game}"))
         std = f" (std {ref.nature_std:g})" if ref.nature_std is not None else ""
         lines.append(f"Nature DQN score: {ref.nature_mean:g}{std}" if ref.nature_mean is not None
                      else f"Nature DQN score: none known for {self.game}")
