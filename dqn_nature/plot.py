@@ -81,15 +81,12 @@ def seed_curves(run_set, field: str, x: str):
     all seeds; at each step, the statistics are over the seeds with a value there (NaN or infinity
     is none: ``score_history`` at an evaluation that finished no episode, a diverged network's values).
     """
-    by_step = {}
-    for run in run_set.runs:
-        for step, value in zip(run.step_history, getattr(run, field)):
-            if np.isfinite(value):
-                by_step.setdefault(int(step), []).append(float(value))
-    steps = sorted(by_step)
-    values = [np.array(by_step[s]) for s in steps]
-    stats = np.array([(v.mean(), v.min(), v.max(), v.std()) for v in values]).reshape(-1, 4).T
-    return (x_values(run_set.runs[0], np.array(steps, dtype=np.int64), x), *stats)
+    steps = np.concatenate([run.step_history for run in run_set.runs]).astype(np.int64)
+    values = np.concatenate([getattr(run, field) for run in run_set.runs]).astype(np.float64)
+    steps, values = steps[np.isfinite(values)], values[np.isfinite(values)]
+    evaluated = np.unique(steps)
+    stats = np.array([(v.mean(), v.min(), v.max(), v.std()) for v in (values[steps == s] for s in evaluated)])
+    return (x_values(run_set.runs[0], evaluated, x), *stats.reshape(-1, 4).T)
 
 
 def _labels(run_sets, labels) -> list[str]:
@@ -147,17 +144,15 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         reference_curves: curves for ``scores.read_curves`` ("dopamine" or a CSV path): a grey
             min-max band over their runs, up to their first point at or after the runs' last
             evaluation; in epochs at the paper's 800,000 frames per epoch.
-        nature: the Nature DQN score (a dashed line, its standard deviation hatched): True
-            draws it, False leaves it out, None draws it where it lies within the range of the
-            panel's other data (the paper's score comes after 200 M frames, and would dwarf
-            the curves of a run's first millions).
+        nature: True draws the Nature DQN score (dashed, its standard deviation hatched), False
+            leaves it out, None draws it where it lies within the range of the panel's other
+            data (the paper's score, after 200 M frames, would dwarf a run's first millions).
         labels: the legend text of the configurations: one for all, or one per configuration
             in the order of ``runs.load_runs``; by default their file names.
         title: the figure's title; by default the game's name for one game, none for several.
         dpi: resolution of a PNG.
-        note: called with a one-line message for runs with nothing to draw, for evaluations
-            that finished no episode (no score to draw), for runs of one configuration that
-            share a seed, and for games the reference curves lack.
+        note: called with each one-line note: skipped files, runs with nothing to draw,
+            ``RunSet.notes``, reference curves that lack a game or start past the runs' end.
 
     Raises:
         PlotError: unknown output suffix, an output that cannot be created (``files.unwritable``)
@@ -238,7 +233,7 @@ def _figure(plt, games: list, x: str, dpi: int):
     rows = math.ceil(len(games) / columns)
     fig, axes = plt.subplots(2 * rows, columns, figsize=(GAME_SIZE[0] * columns, GAME_SIZE[1] * rows), dpi=dpi,
                              layout="constrained")
-    panels = axes.reshape(rows, 2, columns).transpose(0, 2, 1).reshape(-1, 2)  # (score, value) of each cell in turn
+    panels = axes.reshape(rows, 2, columns).transpose(0, 2, 1).reshape(-1, 2)  # (score, value) per cell
     for ax in panels[len(games):].flat:
         ax.set_axis_off()
     for i, (game, (ax_score, ax_value)) in enumerate(zip(games, panels)):

@@ -101,7 +101,6 @@ def load_runs(paths, skip=None) -> list:
     (the first ``LABEL_ARGUMENTS`` in alphabetical order, then how many more).
 
     Args:
-        paths: history files and folders.
         skip: if given, a file found in a folder that is not a readable history is left out
             and ``skip`` called with the one-line reason; a file named in ``paths`` still raises.
 

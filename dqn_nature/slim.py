@@ -14,18 +14,15 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
     """Copy the history ``source`` to ``target`` with fewer or smaller networks (a full file
     holds two float32 networks, 13.8 MB for Pong). No DQN 3.0 counterpart.
 
-    Histories, arguments (where ``source`` has them) and root attributes are copied with their
-    values unchanged, text as ``write_attrs`` writes it (an older file's variable-length strings
-    become fixed-length); the root attribute ``slimmed_from`` names ``source``. Text values of
-    arguments and root attributes that are absolute paths (``csv_log``, ``name``,
-    ``slimmed_from``...) keep only their base name: a shared file names no folder of the
-    machine it came from. ``target`` may be ``source`` (replaced atomically).
+    Histories, arguments (where ``source`` has them) and root attributes are copied unchanged,
+    text as ``write_attrs`` writes it, except that text that is an absolute path (``csv_log``,
+    ``name``...) keeps only its base name: a shared file names no folder of its machine. The
+    root attribute ``slimmed_from`` names ``source``. ``target`` may be ``source`` (replaced atomically).
 
     Args:
         networks: which of ``"model"`` and ``"best_model"`` to keep (each must be in ``source``).
-        float16: store the kept networks in float16 (they load back as float32; Q-values
-            then differ from the float32 ones by about 2e-4 relative on a trained Pong network);
-            False keeps them as stored (float16 in a slim copy).
+        float16: store the kept networks in float16 (they load back as float32, with Q-values
+            about 2e-4 relative off on a trained Pong network); False keeps them as stored.
 
     Returns:
         A one-line summary with both sizes in MB, and the kept networks' type where it is not float32.
