@@ -285,16 +285,14 @@ class GifWriter:
         """Add a frame, uint8 (H, W, 3), the size of the first."""
         from PIL import GifImagePlugin
 
-        if self.previous is None:
-            header, _ = GifImagePlugin.getheader(_paletted(frame), info={"loop": 0})
-            self.fh.write(b"".join(header))
-            changed = np.ones(frame.shape[:2], bool)
-        else:
-            changed = np.any(frame != self.previous, axis=2)
+        first = self.previous is None
+        changed = np.ones(frame.shape[:2], bool) if first else np.any(frame != self.previous, axis=2)
         rows, cols = np.flatnonzero(changed.any(1)), np.flatnonzero(changed.any(0))
         if not rows.size:  # an unchanged frame: its top-left pixel
             rows = cols = np.zeros(1, int)
         image = _paletted(frame[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
+        if first:  # the GIF's header, from the first frame, which is whole
+            self.fh.write(b"".join(GifImagePlugin.getheader(image, info={"loop": 0})[0]))
         self.fh.write(b"".join(GifImagePlugin.getdata(image, offset=(int(cols[0]), int(rows[0])),
                                                       duration=self.delay_ms, disposal=1, include_color_table=True)))
         self.previous = frame
