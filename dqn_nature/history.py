@@ -37,10 +37,9 @@ class HistoryError(ValueError):
 
 def save_history(path: str, *, game: str, steps: int, frames: int, history: dict, model: dict,
                  best_model: dict | None, arguments: dict, package_version: str, attrs: dict | None = None) -> None:
-    """Write a history file atomically (``torch.save`` of the slim agent in ``train_agent.lua``).
+    """Write the history ``path`` (.h5) atomically (``torch.save`` of the slim agent in train_agent.lua).
 
     Args:
-        path: destination ``.h5``; written under a temporary name, then renamed.
         game: ROM id. steps, frames: training steps done and frames (steps x actrep).
         history: every ``HISTORY_FIELDS`` key to a sequence of numbers.
         model, best_model: ``state_dict`` of the network and of the best network (or None).
