@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .h5io import READ_ERRORS, from_attr, h5_for_writing, open_checked, read_errors_as, write_attrs
+from .h5io import from_attr, h5_for_writing, open_checked, read_errors_as, write_attrs
 
 FORMAT = "dqn_nature.checkpoint"
 FORMAT_VERSION = 1
@@ -63,18 +63,16 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
         write_attrs(f.create_group("arguments"), c.as_dict())
         _write(f.create_group("state"), trainer.get_state())
         if replay:
-            t = trainer.agent.transitions
-            group = f.create_group("replay")
+            t, group = trainer.agent.transitions, f.create_group("replay")
+            n = t.num_entries
             for name in ("s", "a", "r", "t"):
-                array = getattr(t, name)
-                chunks = (min(1024, max(1, t.num_entries)),) + array.shape[1:]
-                ds = group.create_dataset(name, shape=(t.num_entries,) + array.shape[1:], dtype=array.dtype,
-                                          chunks=chunks if t.num_entries else None,
+                array = getattr(t, name)[:n]  # a view of the filled rows
+                ds = group.create_dataset(name, shape=array.shape, dtype=array.dtype,
+                                          chunks=(min(1024, n),) + array.shape[1:] if n else None,
                                           compression="gzip" if compress else None,
                                           compression_opts=1 if compress else None, fletcher32=True)
-                for start in range(0, t.num_entries, CHUNK_ROWS):
-                    stop = min(t.num_entries, start + CHUNK_ROWS)
-                    ds[start:stop] = array[start:stop]
+                for start in range(0, n, CHUNK_ROWS):
+                    ds[start:start + CHUNK_ROWS] = array[start:start + CHUNK_ROWS]
 
 
 def _open(path: str) -> h5py.File:
@@ -113,23 +111,18 @@ def restore_checkpoint(path: str, trainer) -> bool:
     Raises:
         CheckpointError: damaged, truncated or foreign file.
     """
-    try:
-        with _open(path) as f:
-            has_replay = bool(f.attrs.get("has_replay", False))
-            trainer.set_state(_read(f["state"]), replay_restored=has_replay)
-            if has_replay:
-                t = trainer.agent.transitions
-                n = t.num_entries
-                for name in ("s", "a", "r", "t"):
-                    ds, array = f["replay"][name], getattr(t, name)
-                    if ds.shape[0] != n or ds.shape[1:] != array.shape[1:]:
-                        raise CheckpointError(f"{path}: replay memory {name} has shape {ds.shape}, expected "
-                                              f"({n},) + {array.shape[1:]}")
-                    for start in range(0, n, CHUNK_ROWS):
-                        sel = np.s_[start:min(n, start + CHUNK_ROWS)]
-                        ds.read_direct(array, source_sel=sel, dest_sel=sel)
-            return has_replay
-    except CheckpointError:
-        raise
-    except READ_ERRORS as e:
-        raise CheckpointError(f"{path}: damaged checkpoint ({type(e).__name__}: {e})") from None
+    with read_errors_as(CheckpointError, f"{path}: damaged checkpoint"), _open(path) as f:
+        has_replay = bool(f.attrs.get("has_replay", False))
+        trainer.set_state(_read(f["state"]), replay_restored=has_replay)
+        if has_replay:
+            t = trainer.agent.transitions
+            n = t.num_entries
+            for name in ("s", "a", "r", "t"):
+                ds, array = f["replay"][name], getattr(t, name)
+                if ds.shape[0] != n or ds.shape[1:] != array.shape[1:]:
+                    raise CheckpointError(f"{path}: replay memory {name} has shape {ds.shape}, expected "
+                                          f"({n},) + {array.shape[1:]}")
+                for start in range(0, n, CHUNK_ROWS):
+                    sel = np.s_[start:min(n, start + CHUNK_ROWS)]
+                    ds.read_direct(array, source_sel=sel, dest_sel=sel)
+        return has_replay

@@ -138,11 +138,6 @@ def default_name(game: str) -> str:
     return f"DQN3_0_1_{game}_FULL_Y"
 
 
-def agent_defaults() -> dict:
-    """NeuralQLearner's defaults (run_gpu's agent_params) under their Lua names."""
-    return Config().agent_params()
-
-
 # -- Lua table literals ------------------------------------------------------------------
 _TOKEN = re.compile(r"""\s*(?:(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>"[^"]*"|'[^']*'|[^,;]+?))\s*(?:[,;]|$)""")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|0[xX][0-9a-fA-F]+)")
@@ -290,18 +285,14 @@ def find_preset(name: str) -> Traversable:
     """
     if os.path.isfile(name):
         return Path(name)
-    for folder in (Path("args"), importlib.resources.files("dqn_nature.args")):
+    shipped = importlib.resources.files("dqn_nature.args")
+    for folder in (Path("args"), shipped):
         for candidate in (folder / name, folder / f"{name}.toml"):
             if candidate.is_file():
                 return candidate
+    names = sorted(p.name.removesuffix(".toml") for p in shipped.iterdir() if p.name.endswith(".toml"))
     raise ConfigError(f"no preset {name!r} (a TOML file, or a name in args/ or among the package's presets: "
-                      f"{', '.join(preset_names())})")
-
-
-def preset_names() -> list[str]:
-    """The names of the presets the package ships."""
-    return sorted(p.name.removesuffix(".toml") for p in importlib.resources.files("dqn_nature.args").iterdir()
-                  if p.name.endswith(".toml"))
+                      f"{', '.join(names)})")
 
 
 def load_preset(path: str | Traversable) -> dict:
@@ -401,21 +392,19 @@ def validate(c: Config) -> None:
     counterpart."""
     if not c.game:
         raise ConfigError("no game given: use --game (or -env), e.g. --game pong")
-    for f in FIELDS:
-        if f.metadata["choices"] and getattr(c, f.name) not in f.metadata["choices"]:
-            allowed = ", ".join(map(str, f.metadata["choices"]))
-            raise ConfigError(f"{f.name} must be one of {allowed}, not {getattr(c, f.name)!r}")
     env = parse_lua_table(c.env_params)
     if env.get("useRGB", True) is not True or set(env) - {"useRGB"}:
         raise ConfigError(f"env_params {c.env_params!r} not supported: only useRGB=true")
     positive = ("steps", "actrep", "eval_freq", "eval_steps", "save_freq", "prog_freq", "pool_size",
                 "hist_len", "replay_memory", "update_freq", "n_replay", "minibatch_size", "buffer_size",
-                "valid_size", "lr_endt", "ep_endt", "threads")
+                "valid_size", "lr_endt", "ep_endt", "threads", "checkpoint_freq")
     for name in positive:
-        if getattr(c, name) <= 0:
+        if getattr(c, name) is not None and getattr(c, name) <= 0:
             raise ConfigError(f"{name} must be positive, not {getattr(c, name)}")
     for f in FIELDS:
         value = getattr(c, f.name)
+        if f.metadata["choices"] and value not in f.metadata["choices"]:
+            raise ConfigError(f"{f.name} must be one of {', '.join(map(str, f.metadata['choices']))}, not {value!r}")
         if isinstance(value, str):
             try:  # a name from the command line that is not UTF-8 holds surrogates, which h5py cannot store
                 value.encode()
@@ -438,8 +427,6 @@ def validate(c: Config) -> None:
         raise ConfigError(f"verbose must not be negative, not {c.verbose}")
     if c.name and (c.name.endswith((os.sep, ".h5", ".ckpt")) or os.path.basename(c.name) in ("", ".", "..")):
         raise ConfigError(f"--name {c.name!r}: give a base name, to which .h5 and .ckpt are added (e.g. runs/pong)")
-    if c.checkpoint_freq is not None and c.checkpoint_freq <= 0:
-        raise ConfigError(f"checkpoint_freq must be positive, not {c.checkpoint_freq}")
     for name in ("random_starts", "learn_start", "save_versions", "target_q", "lr", "lr_end", "wc", "clip_delta"):
         if getattr(c, name) is not None and getattr(c, name) < 0:
             raise ConfigError(f"{name} must not be negative, not {getattr(c, name)}")

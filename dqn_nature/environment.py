@@ -40,9 +40,7 @@ def rom_path(game: str, game_path: str | None = None) -> str:
     """
     ids = roms.get_all_rom_ids()
     if game not in ids:
-        guess = _as_rom_id(game)
-        close = list(dict.fromkeys(([guess] if guess in ids else []) +
-                                   difflib.get_close_matches(guess, ids, n=5, cutoff=0.6)))[:5]
+        close = difflib.get_close_matches(_as_rom_id(game), ids, n=5)  # an exact match comes first
         hint = f"; did you mean {', '.join(close)}?" if close else "; see ale_py.roms.get_all_rom_ids()"
         raise GameError(f"unknown game {game!r}{hint}")
     path = game_path and os.path.join(game_path, f"{game}.bin")
@@ -69,15 +67,10 @@ class GameScreen:
     Frames are kept as uint8 (210, 160, 3); ``grab()`` returns float32 in [0, 1].
 
     Raises:
-        ValueError: ``pool_type`` other than "max" or "mean", or ``size`` below 1.
         GameError: ``size`` screens beyond the memory available.
     """
 
     def __init__(self, size: int = 2, pool_type: str = "max"):
-        if pool_type not in ("max", "mean"):
-            raise ValueError(f"pool type must be 'max' or 'mean', not {pool_type!r}")
-        if size < 1:
-            raise ValueError(f"pool size must be at least 1, not {size}")
         self.size, self.pool_type = size, pool_type
         shape = (size, 210, 160, 3)  # every Atari 2600 screen
         nbytes = math.prod(shape)
@@ -129,7 +122,6 @@ class GameEnvironment:
 
     Raises:
         GameError: unknown game, missing ROM or another game's, or a pool beyond memory.
-        ValueError: ``pool_type`` other than "max" or "mean", or ``pool_size`` below 1.
     """
 
     def __init__(self, game: str, game_path: str | None = None, actrep: int = 4,

@@ -105,11 +105,8 @@ def atomic_path(path: str):
     tmp = os.path.join(folder, prefix + str(os.getpid()))
     try:
         yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import torch
 
-from .config import FIELDS, agent_defaults, lua_name
+from .config import FIELDS, Config, lua_name
 from .convnet import INPUT_SIDE, convnet_atari3
 from .cuda_graph import CudaGraph
 from .optim import DeepMindRMSProp
@@ -47,7 +47,7 @@ class NeuralQLearner:
         seed = agent_params.pop("seed", None)
         if agent_params.pop("network", "convnet_atari3") != "convnet_atari3":
             raise ValueError("network must be 'convnet_atari3' (load pretrained weights into agent.network)")
-        p = agent_defaults()
+        p = Config().agent_params()  # run_gpu's agent_params, under their Lua names
         python_names = {f.name: lua_name(f) for f in FIELDS if f.metadata["agent"]}
         for key, value in agent_params.items():
             key = python_names.get(key, key)

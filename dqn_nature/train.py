@@ -232,9 +232,8 @@ class Trainer:
         No Lua counterpart."""
         self.step, self.train_time = int(state["step"]), float(state["train_time"])
         self.history = {k: np.asarray(v).tolist() for k, v in state["history"].items()}
-        self.best_network = state.get("best_network")
-        if self.best_network is not None:
-            self.best_network = {k: torch.as_tensor(v) for k, v in self.best_network.items()}
+        best = state.get("best_network")
+        self.best_network = None if best is None else {k: torch.as_tensor(v) for k, v in best.items()}
         self.agent.set_state(state["agent"], replay_restored)
         self.env.restore_state(state["env"])
         torch.set_rng_state(torch.as_tensor(state["torch_rng"], dtype=torch.uint8))
@@ -243,21 +242,16 @@ class Trainer:
         n = state["numpy_rng"]
         np.random.set_state(("MT19937", n["keys"], int(n["pos"]), int(n["has_gauss"]), float(n["gauss"])))
 
-    def output_base(self) -> str:
-        """``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0`` (the file
-        name of ``train_agent.lua``'s save)."""
-        c = self.config
-        return f"{c.name}_{self.step // c.save_versions}" if c.save_versions > 0 else c.name
-
     def save(self) -> str:
         """Write ``<base>.h5`` (and ``<base>.params.h5`` with save_network_params); return its path.
+        ``<base>`` is ``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0``.
         The save of ``train_agent.lua`` (``torch.save`` of the slimmed agent and histories).
 
         Raises:
             OSError: the file cannot be written (the previous one stays intact).
         """
         c = self.config
-        base = self.output_base()
+        base = f"{c.name}_{self.step // c.save_versions}" if c.save_versions > 0 else c.name
         path = base + ".h5"
         save_history(path, game=c.game, steps=self.step, frames=self.step * c.actrep, history=self.history,
                      model=self.agent.network.state_dict(), best_model=self.best_network,
@@ -302,9 +296,8 @@ def cpu_capabilities() -> dict:
 def precision_warning(precision: str, gpu: int) -> str | None:
     """The warning a run with ``--precision precision`` on device ``gpu`` (-1: the CPU) earns, or
     None. tf32 is a CUDA mode. On an x86 CPU with neither AMX nor AVX-512 BF16, bf16 is
-    emulated (0.2x fp32's steps per second on an AVX2 EPYC). With AVX-512 BF16 alone it depends
-    on the CPU, so there is no warning: 0.8x on a Sapphire Rapids-class Xeon exposing no AMX,
-    1.13x to 1.50x on a Zen 4 EPYC; with AMX, faster than fp32 on such a Xeon. No Lua counterpart."""
+    emulated (0.2x fp32's steps per second on an AVX2 EPYC); with either, it is about as fast
+    as fp32 or faster (0.8x to 1.5x with AVX-512 BF16 alone). No Lua counterpart."""
     if gpu >= 0 or precision == "fp32":
         return None
     if precision == "tf32":

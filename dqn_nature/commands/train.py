@@ -156,7 +156,10 @@ def run_training(config, gpu: int, checkpoint: str | None, stop: StopRequest) ->
                        + ("restored" if replay else f"empty: learning resumes after {config.learn_start} steps"))
     except (GameError, HistoryError, CheckpointError) as e:
         fail(str(e))
-    stop_before_training(stop, checkpoint)  # before the logs, which drop rows a resumed run will write again
+    if stop.signum is not None:  # before the logs, which drop rows a resumed run will write again
+        kept = f"; {checkpoint} is as it was" if checkpoint else ""
+        click.echo(f"Stopped by {stop.name} before training: nothing written{kept}", err=True)
+        sys.exit(128 + stop.signum)
     # An evaluation is one step of the loop: minutes at the paper's eval_steps.
     stop.delay = lambda: ("stopping when the evaluation in progress ends; a second signal exits at once, "
                           "losing the steps since the last checkpoint" if trainer.evaluating else None)
@@ -199,15 +202,6 @@ def run_training(config, gpu: int, checkpoint: str | None, stop: StopRequest) ->
              code=1)
     progress.close()
     logs.close()
-
-
-def stop_before_training(stop: StopRequest, checkpoint: str | None) -> None:
-    """Exit with 128 + signal where ``stop`` has recorded one, before the run's first step: no
-    file of the run has been written (a resumed run's files are as they were). No Lua counterpart."""
-    if stop.signum is not None:
-        kept = f"; {checkpoint} is as it was" if checkpoint else ""
-        click.echo(f"Stopped by {stop.name} before training: nothing written{kept}", err=True)
-        sys.exit(128 + stop.signum)
 
 
 def main(args=None) -> None:
