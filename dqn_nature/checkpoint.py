@@ -45,13 +45,9 @@ def _read(group: h5py.Group) -> dict:
 
 
 def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = False) -> None:
-    """Write ``trainer``'s (a ``train.Trainer``) full state to ``path`` atomically. No Lua
-    counterpart.
-
-    Args:
-        replay: include the replay memory (up to 7 GB), copied in chunks of ``CHUNK_ROWS``
-            rows so memory does not double.
-        compress: gzip the replay memory datasets (level 1).
+    """Write ``trainer``'s (a ``train.Trainer``) full state to ``path`` atomically; with ``replay``
+    the replay memory too (up to 7 GB, copied ``CHUNK_ROWS`` rows at a time so that memory does
+    not double), gzipped (level 1) with ``compress``. No Lua counterpart.
 
     Raises:
         OSError: the file cannot be written (a previous checkpoint stays intact).
@@ -102,11 +98,9 @@ def read_evaluations(path: str) -> dict[str, np.ndarray]:
 
 
 def restore_checkpoint(path: str, trainer) -> bool:
-    """Put the run of checkpoint ``path`` into ``trainer`` (built with its arguments).
-
-    The replay memory is read in chunks straight into the table's arrays. Returns whether
-    it was in the checkpoint; if not, the memory refills as at the start of a run. No Lua
-    counterpart.
+    """Put the run of checkpoint ``path`` into ``trainer`` (built with its arguments); return
+    whether it held the replay memory (read in chunks straight into the table's arrays; if not,
+    the memory refills as at the start of a run). No Lua counterpart.
 
     Raises:
         CheckpointError: damaged, truncated or foreign file.

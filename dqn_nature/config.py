@@ -307,28 +307,20 @@ def load_preset(path: str | Traversable) -> dict:
     source = Path(path) if isinstance(path, str) else path
     try:
         with source.open("rb") as fh:
-            data = tomllib.load(fh)
+            return _named(tomllib.load(fh), "option")
     except OSError as e:
         raise ConfigError(f"cannot read preset {str(path)!r}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"preset {str(path)!r} is not valid TOML: {e}") from None
-    try:
-        return _named(data, "option")
     except ConfigError as e:
         raise ConfigError(f"preset {str(path)!r}: {e}") from None
 
 
 def layered(explicit: dict | None = None, preset: str | Traversable | None = None, agent_params: str | None = None,
             pool_frms: str | None = None) -> dict:
-    """Merge option sources: preset < ``agent_params`` and ``pool_frms`` < explicit options.
-
-    Args:
-        explicit: options given one by one (Python or Lua names).
-        preset: a TOML preset (a path, or what ``find_preset`` found).
-        agent_params, pool_frms: Lua table bodies.
-
-    Returns: the options set, by Python name. Raises ConfigError.
-    """
+    """The options set, by Python name, from: a TOML ``preset`` (a path, or what ``find_preset``
+    found) < the Lua table bodies ``agent_params`` and ``pool_frms`` < ``explicit`` options (Python
+    or Lua names). Raises ConfigError. No Lua counterpart."""
     values = {}
     if preset:
         values.update(load_preset(preset))

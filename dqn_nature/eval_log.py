@@ -63,31 +63,23 @@ def _drop_rows_after(path: str, step: int) -> None:
 
 
 def evaluation_row(trainer, evaluation) -> dict:
-    """One record of ``evaluation`` (a ``train.Evaluation``) of ``trainer`` (a ``train.Trainer``):
-    ``step`` (agent steps), ``frames``, every history field's newest value (``reward_history``,
-    ``v_history``, ..., ``time_history`` in seconds), the training ``epsilon``, ``lr``, and
-    ``train_fps``/``eval_fps`` in frames/s; all Python scalars. The figures that
-    ``train_agent.lua`` prints after each evaluation, in the order of ``CSV_COLUMNS``; no Lua
-    function of its own."""
-    values = {k: trainer.history[k][-1] for k in LUA_HISTORIES}
-    values.update(step=evaluation.step, frames=evaluation.frames, epsilon=trainer.agent.train_epsilon(),
-                  lr=evaluation.lr, train_fps=evaluation.train_fps, eval_fps=evaluation.eval_fps)
-    return {key: values[key] for key in CSV_COLUMNS}
+    """One record of ``evaluation`` (a ``train.Evaluation``) of ``trainer`` (a ``train.Trainer``),
+    Python scalars in the order of ``CSV_COLUMNS``: ``step`` (agent steps), ``frames``, every
+    history field's newest value (``time_history`` in seconds), the training ``epsilon``, ``lr``,
+    and ``train_fps``/``eval_fps`` in frames/s. The figures ``train_agent.lua`` prints after each
+    evaluation; no Lua function of its own."""
+    return dict(step=evaluation.step, frames=evaluation.frames, **{k: trainer.history[k][-1] for k in LUA_HISTORIES},
+                epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
+                eval_fps=evaluation.eval_fps)
 
 
 class EvaluationLogs:
-    """The logs a run's options ask for.
-
-    Args:
-        csv_path: file to which each record is appended as a CSV row (``--csv-log``), or None.
-        tensorboard_dir: folder for TensorBoard event files (``--tensorboard``), or None; each
-            record's fields become scalars of the same names against agent steps, and the
-            run's arguments are stored once as text.
-        arguments: the run's options, ``Config.as_dict()``.
-        start_step: the agent step the run starts from: 0, or a resumed checkpoint's. Records of
-            later steps are dropped from both logs (the CSV file is rewritten; TensorBoard hides
-            them): a killed run's after its checkpoint, which will be written again, or all of
-            an earlier run's that a fresh run replaces (``dqn-train --overwrite``).
+    """The logs a run's options ask for: a CSV file to which each record is appended as a row
+    (``csv_path``, ``--csv-log``), TensorBoard event files in the folder ``tensorboard_dir``
+    (``--tensorboard``; the records' fields as scalars against agent steps, the run's
+    ``arguments``, ``Config.as_dict()``, once as text). Records after ``start_step``, the agent
+    step the run starts from, are dropped from both logs (a killed run's after its checkpoint,
+    or an earlier run's that a fresh run replaces with ``--overwrite``).
 
     Raises:
         ImportError: ``tensorboard_dir`` without the tensorboard package (``dqn-train``

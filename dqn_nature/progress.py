@@ -10,22 +10,13 @@ from tqdm import tqdm
 
 
 class TimeLeft:
-    """The time a run has left, from smoothed measures: the seconds per agent step, an
-    exponential moving average over the intervals between reports (``report``), evaluations
-    excluded; and the seconds per evaluation, the same average over the evaluations seen. No
-    Lua counterpart.
-
-    The time left is the steps left at the first rate plus the evaluations left at the second;
-    before an evaluation has been seen, one is counted as long as ``eval_steps`` training steps
-    (an evaluation's steps do not learn, so it takes less: the figure errs on the long side,
-    as after a resume).
-
-    Args:
-        steps: the run's last agent step.
-        eval_freq, eval_steps, learn_start: the run's (agent steps): an evaluation of
-            ``eval_steps`` steps comes every ``eval_freq`` steps after ``learn_start``.
-        clock: a monotonic clock, seconds (``time.monotonic``).
-        weight: the weight of the newest interval in the averages, in (0, 1].
+    """The time a run of ``steps`` agent steps has left: the steps left at the seconds per
+    step, an exponential moving average (newest interval's ``weight`` in (0, 1]) over the
+    intervals between reports (``report``), evaluations excluded; plus the evaluations left
+    (every ``eval_freq`` steps after ``learn_start``) at the same average of the seconds per
+    evaluation. Before an evaluation has been seen, one counts as ``eval_steps`` training steps
+    (an overestimate: an evaluation's steps do not learn). ``clock``: a monotonic clock,
+    seconds. No Lua counterpart.
     """
 
     def __init__(self, steps: int, eval_freq: int, eval_steps: int, learn_start: int, clock=time.monotonic,
@@ -72,18 +63,12 @@ class TimeLeft:
 
 
 class Progress:
-    """A tqdm bar on a terminal, else a line every ``prog_freq`` steps; ``agent:report()``
-    norms at verbose >= 2 and the evaluations' summaries, printed above the bar
-    (``train_agent.lua``'s progress prints). No Lua counterpart for the rate and the time left.
-
-    The rate and the time left (``TimeLeft``) are measured at each progress report from the
-    start of the current phase: random play before learning starts, the learning phase after.
-    The time left is unknown ("?") until the learning phase has been measured (random play
-    runs many times faster), unless the run ends before learning starts.
-
-    Args:
-        trainer: the ``train.Trainer`` whose run this follows.
-        clock: a monotonic clock, seconds (``time.monotonic``).
+    """The progress of ``trainer``'s run (a ``train.Trainer``): a tqdm bar on a terminal, else a
+    line every ``prog_freq`` steps; ``agent:report()`` norms at verbose >= 2 and the evaluations'
+    summaries, printed above the bar (``train_agent.lua``'s progress prints). The rate and the
+    time left (``TimeLeft``, on ``clock``) are measured from the start of the current phase,
+    random play or learning; the time left is "?" until learning has been measured, unless the
+    run ends before learning starts. No Lua counterpart for the rate and the time left.
     """
 
     def __init__(self, trainer, clock=time.monotonic):

@@ -95,8 +95,7 @@ def check_resources(config) -> None:
         raise ConfigError(TENSORBOARD_MISSING)
     if config.csv_log and (os.path.isdir(config.csv_log) or config.csv_log.endswith(os.sep)):
         raise ConfigError(f"--csv-log {config.csv_log!r} is a folder; give a file name")
-    problem = config.csv_log and csv_log_problem(config.csv_log)
-    if problem:
+    if problem := config.csv_log and csv_log_problem(config.csv_log):
         raise ConfigError(f"--csv-log {config.csv_log!r} exists and {problem}; give another file")
     run_files = [config.name + suffix for suffix in (".h5", ".ckpt", ".params.h5")]
     if config.csv_log and os.path.realpath(config.csv_log) in map(os.path.realpath, run_files):
@@ -163,12 +162,8 @@ def check_earlier_run(config, checkpoint: str | None, overwrite: bool) -> list[s
     (``<name>.h5``, ``<name>.ckpt``, numbered histories) for a fresh run or a resume under
     another name; the ``--csv-log`` rows and ``--tensorboard`` scalars for a fresh run; and,
     for a resume of ``checkpoint`` that continues its files, a history that another run
-    wrote (``history_mismatch``). Made while the run's lock is held, so that no other run
-    writes these files between the check and the run.
-
-    Returns:
-        Warnings, one line each: histories that have gone past the checkpoint, whose later
-        evaluations the resumed run makes again.
+    wrote (``history_mismatch``). Made while the run's lock is held. Returns warnings, one
+    line each, for histories that have gone past the checkpoint.
 
     Raises:
         ConfigError: naming the file and how to go on.

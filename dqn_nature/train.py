@@ -73,15 +73,11 @@ class Event:
 
 
 class Trainer:
-    """DQN 3.0's training run: environment, agent, histories and the loop. Like
-    ``initenv.lua``'s set-up, it seeds torch and sets its threads (``set_threads``) for the
-    whole process; ``threads`` is the torch thread count it set.
-
-    Args:
-        config: resolved options.
-        device_gpu: CUDA device to train on, -1 for the CPU (already checked for CUDA).
-        pretrained: start from ``config.network``; False for a run that a checkpoint's
-            networks will restore (the file may be gone by then).
+    """DQN 3.0's training run under ``config``: environment, agent, histories and the loop, on the
+    CUDA device ``device_gpu`` (already checked; -1: the CPU). Like ``initenv.lua``'s set-up, it
+    seeds torch and sets its threads (``set_threads``) for the whole process; ``threads`` is the
+    count it set. ``pretrained``: start from ``config.network``; False for a run that a
+    checkpoint's networks will restore (the file may be gone by then).
 
     Raises:
         environment.GameError: unknown game or missing ROM.
