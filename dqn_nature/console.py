@@ -77,12 +77,9 @@ class StopRequest:
     its next check; a second one exits at once (files already written stay intact). SIGHUP
     (a closed terminal, a dropped SSH connection) stops the run as SIGTERM does; the standard
     output and error that went to the terminal it hung up go to /dev/null from then on, so
-    that the files are still written. No Lua counterpart: a signal killed DQN 3.0, losing the
-    steps since its last save.
-
-    Args:
-        delay: called on the first signal; returns why the stop may take long (printed
-            after the signal's name), or None.
+    that the files are still written. ``delay()``, called on the first signal, returns why the
+    stop may take long (printed after the signal's name), or None. No Lua counterpart: a signal
+    killed DQN 3.0, losing the steps since its last save.
     """
 
     def __init__(self, delay=lambda: None):

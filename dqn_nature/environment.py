@@ -27,11 +27,9 @@ class GameError(ValueError):
 
 
 def rom_path(game: str, game_path: str | None = None) -> str:
-    """Path of the ROM for ``game`` (an ale-py ROM id such as ``"pong"``).
-
-    With ``game_path`` (a folder, as the Lua ``-game_path roms/``), ``<game_path>/<game>.bin``
-    when the folder holds it; otherwise the ROM that ale-py ships (``GameEnvironment`` warns
-    where the folder lacks it).
+    """Path of the ROM for ``game`` (an ale-py ROM id such as ``"pong"``): ``<game_path>/<game>.bin``
+    where the folder ``game_path`` (as the Lua ``-game_path roms/``) holds it, else the ROM that
+    ale-py ships (``GameEnvironment`` warns where the folder lacks it).
 
     Raises:
         GameError: the folder holds a file that is not ``game``'s ROM as ALE knows it by its MD5
@@ -140,8 +138,7 @@ class GameEnvironment:
         self.rng = np.random.default_rng(seed)
         self.screen = GameScreen(pool_size, pool_type)
         self.frame_hook = None  # if set, called with each emulator frame, uint8 (210, 160, 3) (dqn-test)
-        self.reward, self.terminal, self.lives = 0, False, self.ale.lives()
-        self._update_state(*self._step(0))
+        self.reward, self.terminal, self.lives = self._step(0)
 
     def get_actions(self) -> list[int]:
         """The game's minimal action set as ALE action ids (``getActions``)."""
@@ -152,10 +149,8 @@ class GameEnvironment:
         return int(self.screen.frames[0].size)
 
     def _step(self, action: int) -> tuple[float, bool, int]:
-        """One emulator frame (``_step``); resets instead if the game is over.
-
-        Returns (reward, game over, lives); the frame is painted on the screen.
-        """
+        """One emulator frame, painted on the screen, or a reset if the game is over (``_step``).
+        Returns (reward, game over, lives)."""
         if self.ale.game_over():
             self.ale.reset_game()
             reward = 0
@@ -167,19 +162,13 @@ class GameEnvironment:
             self.frame_hook(frame)
         return reward, self.ale.game_over(), self.ale.lives()
 
-    def _update_state(self, reward, terminal, lives) -> None:
-        self.reward, self.terminal, self.lives = reward, terminal, lives
-
     def get_state(self) -> tuple[np.ndarray, float, bool]:
         """(screen float32 (210, 160, 3) in [0, 1], last reward, last terminal) (``getState``)."""
         return self.screen.grab(), self.reward, self.terminal
 
     def step(self, action: int, training: bool = False) -> tuple[np.ndarray, float, bool]:
-        """Play ALE action id ``action`` for ``actrep`` frames, summing rewards (``step``).
-
-        In training mode losing a life is terminal. Repetition stops at a terminal.
-        Returns ``get_state()``.
-        """
+        """Play ALE action id ``action`` for ``actrep`` frames, summing rewards, up to a terminal
+        (in training mode, losing a life is one); returns ``get_state()`` (``step``)."""
         total = 0
         for _ in range(self.actrep):
             reward, terminal, lives = self._step(action)
@@ -188,19 +177,17 @@ class GameEnvironment:
                 terminal = True
             if terminal:
                 break
-        self._update_state(total, terminal, lives)
+        self.reward, self.terminal, self.lives = total, terminal, lives
         return self.get_state()
 
     def new_game(self) -> tuple[np.ndarray, float, bool]:
-        """Finish the running game with random actions unless terminal, then one no-op (``newGame``).
-
-        After a life-loss terminal the game goes on; after game over the ALE resets.
-        """
+        """Finish the running game with random actions unless terminal, then one no-op (``newGame``):
+        after a life-loss terminal the game goes on; after game over the ALE resets."""
         terminal = self.terminal
         while not terminal:
             _, terminal, _ = self._step(self.actions[self.rng.integers(len(self.actions))])
         self.screen.clear()
-        self._update_state(*self._step(0))
+        self.reward, self.terminal, self.lives = self._step(0)
         return self.get_state()
 
     def next_random_game(self, k: int | None = None) -> tuple[np.ndarray, float, bool]:
@@ -211,7 +198,7 @@ class GameEnvironment:
             k = int(self.rng.integers(1, max(1, self.random_starts) + 1))
         for _ in range(k - 1):
             self._step(0)
-        self._update_state(*self._step(0))
+        self.reward, self.terminal, self.lives = self._step(0)
         return self.get_state()
 
     def clone_state(self) -> dict:
@@ -229,4 +216,4 @@ class GameEnvironment:
         self.rng.bit_generator.state = json.loads(state["rng"])
         self.screen.frames[:] = state["frames"]
         self.screen.count = int(state["count"])
-        self._update_state(state["reward"], bool(state["terminal"]), int(state["lives"]))
+        self.reward, self.terminal, self.lives = state["reward"], bool(state["terminal"]), int(state["lives"])

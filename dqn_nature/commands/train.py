@@ -24,9 +24,6 @@ from ..progress import Progress
 from ..run_files import (check_earlier_run, check_resources, continues_its_files, numbered_histories, output_folders,
                          resume_path, run_lock)
 
-_CLICK_TYPES = {int: click.INT, float: click.FLOAT, str: click.STRING, bool: click.BOOL}
-
-
 def config_options(func):
     """Decorate a click command with one option per ``Config`` field, in both spellings (and a
     ``--no-`` form for flags): the Lua spelling is ``train_agent.lua``'s ``cmd:option``. A
@@ -40,7 +37,7 @@ def config_options(func):
             flags[0] += f"/--no-{f.name.replace('_', '-')}"
             func = click.option(*flags, f.name, is_flag=True, default=None, help=help_text)(func)
         else:
-            func = click.option(*flags, f.name, type=_CLICK_TYPES[field_type(f)], default=None,
+            func = click.option(*flags, f.name, type=field_type(f), default=None,
                                 help=help_text, metavar=field_type(f).__name__.upper())(func)
     return func
 
@@ -134,11 +131,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
 
 def run_training(config, gpu: int, checkpoint: str | None, stop: StopRequest) -> None:
     """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving
-    the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops early.
-    The resolved arguments are listed (verbose >= 1) once the ``Trainer``, with its
-    ``--network``, is built and the checkpoint restored. ``stop``: the signal handler, already
-    installed; a signal that came before the first step stops the run with nothing written.
-    The loop of ``train_agent.lua``."""
+    the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops
+    early. ``stop``: the signal handler, already installed; a signal that came before the first
+    step stops the run with nothing written. The loop of ``train_agent.lua``."""
     from .. import train as training
     from ..checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 
