@@ -252,8 +252,7 @@ def agent_params_from_lua(text: str) -> dict:
     """
     values = parse_lua_table(text)
     arch = values.pop("network", "convnet_atari3")
-    unknown = [k for k in values if k not in OPTION_BY_NAME or not OPTION_BY_NAME[k].metadata["agent"]]
-    if unknown:
+    if unknown := [k for k in values if k not in OPTION_BY_NAME or not OPTION_BY_NAME[k].metadata["agent"]]:
         raise ConfigError(f"unknown agent parameter {unknown[0]!r} in agent_params")
     out = _named(values, "agent parameter")
     if arch != "convnet_atari3":
@@ -269,8 +268,7 @@ def pool_frms_from_lua(text: str) -> dict:
         ConfigError: a malformed table, an unknown key or a value of the wrong type.
     """
     values = parse_lua_table(text)
-    unknown = set(values) - {"type", "size"}
-    if unknown:
+    if unknown := set(values) - {"type", "size"}:
         raise ConfigError(f"unknown pool_frms key {sorted(unknown)[0]!r} (expected type, size)")
     return _named({("pool_" + k): v for k, v in values.items()}, "pool_frms key")
 

@@ -7,6 +7,7 @@ import io
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 
 def os_reason(e: OSError) -> str:
@@ -129,10 +130,7 @@ def append_csv_row(path: str, row: dict, first: bool) -> None:
     counterpart."""
     stream = standard_stream(path)
     in_place = stream is not None or written_in_place(path)
-    existing = b""
-    if not in_place and os.path.exists(path):
-        with open(path, "rb") as fh:
-            existing = fh.read()
+    existing = Path(path).read_bytes() if not in_place and os.path.exists(path) else b""
     header = first if in_place else not existing
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(row))

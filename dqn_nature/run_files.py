@@ -163,14 +163,19 @@ def check_earlier_run(config, checkpoint: str | None, overwrite: bool) -> list[s
     another name; the ``--csv-log`` rows and ``--tensorboard`` scalars for a fresh run; and,
     for a resume of ``checkpoint`` that continues its files, a history that another run
     wrote (``history_mismatch``). Made while the run's lock is held. Returns warnings, one
-    line each, for histories that have gone past the checkpoint.
+    line each: histories that have gone past the checkpoint, or that ``overwrite`` leaves.
 
     Raises:
         ConfigError: naming the file and how to go on.
     """
+    numbered = numbered_histories(config)
+    if overwrite and numbered and not continues_its_files(config, checkpoint):
+        listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
+        return [f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the same "
+                "numbers: --overwrite replaces files as they are written"]
     if overwrite:
         return []
-    histories = [config.name + ".h5", *numbered_histories(config)]
+    histories = [config.name + ".h5", *numbered]
     if continues_its_files(config, checkpoint):
         warnings = []
         for path in filter(os.path.isfile, histories):
@@ -197,10 +202,8 @@ def check_earlier_run(config, checkpoint: str | None, overwrite: bool) -> list[s
 
 def history_mismatch(history: str, checkpoint: str) -> tuple[str | None, int | None]:
     """Whether the history file ``history`` is another run's than ``checkpoint``: its game or
-    an option that cannot change when resuming differs, or an evaluation both hold does.
-
-    Returns:
-        (why it is another run's or None, the history's step where it is past the checkpoint's or None).
+    an option that cannot change when resuming differs, or an evaluation both hold does. Returns
+    (why it is another run's or None, the history's step where it is past the checkpoint's or None).
 
     Raises:
         checkpoint.CheckpointError: ``checkpoint`` cannot be read.

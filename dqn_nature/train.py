@@ -28,13 +28,11 @@ from .neural_q_learner import NeuralQLearner
 
 @dataclasses.dataclass
 class Evaluation:
-    """One evaluation: rewards over ``eval_steps`` steps and validation statistics.
-
-    ``step`` is in agent steps, ``frames`` = step x actrep; ``reward`` is the mean over
-    finished episodes (0 when none finished, as the Lua records it); ``epsilon`` is the
-    agent's after evaluating, the testing 0.05 (as ``train_agent.lua`` prints it); times are
-    seconds, ``train_time`` since the previous evaluation (as the Lua prints it); rates are
-    frames/s.
+    """One evaluation: rewards over ``eval_steps`` steps and validation statistics. ``step`` is in
+    agent steps, ``frames`` = step x actrep; ``reward`` is the mean over finished episodes (0 when
+    none finished, as the Lua records it); ``epsilon`` is the agent's after evaluating, the testing
+    0.05 (as ``train_agent.lua`` prints it); times are seconds, ``train_time`` since the previous
+    evaluation (as the Lua prints it); rates are frames/s.
     """
 
     step: int

@@ -21,8 +21,7 @@ from ..eval_log import EvaluationLogs
 from ..files import os_reason
 from ..history import HistoryError
 from ..progress import Progress
-from ..run_files import (check_earlier_run, check_resources, continues_its_files, numbered_histories, output_folders,
-                         resume_path, run_lock)
+from ..run_files import check_earlier_run, check_resources, output_folders, resume_path, run_lock
 
 def config_options(func):
     """Decorate a click command with one option per ``Config`` field, in both spellings (and a
@@ -122,10 +121,6 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
         if config.best and not config.network:  # ignored, as the Lua's -best is without -network
             click.echo("warning: --best has no effect without --network: the run starts from random weights",
                        err=True)
-        if overwrite and not continues_its_files(config, checkpoint) and (numbered := numbered_histories(config)):
-            listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
-            click.echo(f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the "
-                       "same numbers: --overwrite replaces files as they are written", err=True)
         run_training(config, gpu, checkpoint, stop)
 
 
