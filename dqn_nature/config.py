@@ -294,10 +294,8 @@ def find_preset(name: str) -> Traversable:
 
 
 def load_preset(path: str | Traversable) -> dict:
-    """Options from a TOML preset (keys: Python or Lua option names). No Lua counterpart.
-
-    Args:
-        path: a file's path, or a preset ``find_preset`` found.
+    """Options from the TOML preset ``path`` (a file's path, or a preset ``find_preset`` found;
+    keys: Python or Lua option names). No Lua counterpart.
 
     Raises:
         ConfigError: an unreadable file, invalid TOML, an unknown key or a value of the wrong type.

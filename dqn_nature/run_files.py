@@ -12,10 +12,12 @@ import re
 import numpy as np
 from filelock import FileLock, Timeout
 
+from .checkpoint import read_evaluations, read_header
 from .config import FIELDS, ConfigError, available_memory, replay_bytes
 from .environment import rom_path
 from .eval_log import TENSORBOARD_MISSING, csv_log_problem, earlier_records
 from .files import creation_problem, os_reason
+from .history import HistoryError, load_history
 
 NAME_MAX = 255  # bytes in a file name on Linux's and macOS's filesystems
 PID_MAX = 2**22  # the largest process id on Linux (temporaries are named .<file>.tmp<pid>)
@@ -208,9 +210,6 @@ def history_mismatch(history: str, checkpoint: str) -> tuple[str | None, int | N
     Raises:
         checkpoint.CheckpointError: ``checkpoint`` cannot be read.
     """
-    from .checkpoint import read_evaluations, read_header
-    from .history import HistoryError, load_history
-
     try:
         h = load_history(history)
     except HistoryError as e:

@@ -22,7 +22,7 @@ from . import __version__
 from .config import TESTING_EP, Config
 from .environment import GameEnvironment
 from .history import HISTORY_FIELDS, HistoryError, save_history
-from .network_files import save_network_params
+from .network_files import load_network, network_misfit, save_network_params
 from .neural_q_learner import NeuralQLearner
 
 
@@ -130,8 +130,6 @@ class Trainer:
         Raises:
             history.HistoryError: unreadable file or a network that does not fit the game.
         """
-        from .network_files import load_network, network_misfit
-
         state, _ = load_network(path, best)
         misfit = network_misfit(state, self.config.game, len(self.actions), self.agent.network.in_channels)
         if misfit:

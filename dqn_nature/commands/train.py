@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 from tqdm import tqdm
 
+from ..checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
 from ..config import (FIELDS, ConfigError, build, field_type, find_preset, layered, lua_name, removed_options,
                       resume_config)
 from ..console import LuaCommand, StopRequest, fail, run_command
@@ -70,8 +71,6 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     steps x actrep. SIGINT, SIGTERM and SIGHUP stop after the current step, writing the
     history and a checkpoint <name>.ckpt for --resume.
     """
-    from ..checkpoint import CheckpointError, read_header
-
     # From here a signal is recorded, not raised: a KeyboardInterrupt raised inside h5py while
     # the checkpoint (or --network) is read was swallowed there, and the run went on, or ended
     # in a traceback. The run stops once it is set up, before its first step, writing nothing.
@@ -130,7 +129,6 @@ def run_training(config, gpu: int, checkpoint: str | None, stop: StopRequest) ->
     early. ``stop``: the signal handler, already installed; a signal that came before the first
     step stops the run with nothing written. The loop of ``train_agent.lua``."""
     from .. import train as training
-    from ..checkpoint import CheckpointError, restore_checkpoint, save_checkpoint
 
     try:
         # Built and restored first, so that a bad --network or checkpoint fails before the listing.
