@@ -26,14 +26,12 @@ class CheckpointError(ValueError):
 
 def _write(group: h5py.Group, values: dict) -> None:
     for key, value in values.items():
-        if value is None:
-            continue
         if isinstance(value, dict):
             _write(group.create_group(key), value)
         elif isinstance(value, np.ndarray) or hasattr(value, "detach"):  # an array, or a torch tensor
             data = value if isinstance(value, np.ndarray) else value.detach().cpu().contiguous().numpy()
             group.create_dataset(key, data=data, fletcher32=data.ndim > 0)  # scalars have no checksum
-        else:
+        elif value is not None:  # None: no entry
             write_attrs(group, {key: value})
 
 

@@ -131,8 +131,7 @@ class Trainer:
             history.HistoryError: unreadable file or a network that does not fit the game.
         """
         state, _ = load_network(path, best)
-        misfit = network_misfit(state, self.config.game, len(self.actions), self.agent.network.in_channels)
-        if misfit:
+        if misfit := network_misfit(state, self.config.game, len(self.actions), self.agent.network.in_channels):
             raise HistoryError(f"{path}: {misfit}")
         self.agent.network.load_state_dict(state)
         self.agent.target_network.load_state_dict(self.agent.network.state_dict())

@@ -112,14 +112,12 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
             fail(str(e))
         from .. import train as training  # torch, imported once the options are known good: errors come at once
 
-        for warning in warnings:
-            click.echo(warning, err=True)
-        gpu = training.resolve_device(config.gpu, lambda m: click.echo(m, err=True))
-        if warning := training.precision_warning(config.precision, gpu):
-            click.echo(warning, err=True)
+        gpu = training.resolve_device(config.gpu, warnings.append)
+        warnings.append(training.precision_warning(config.precision, gpu))
         if config.best and not config.network:  # ignored, as the Lua's -best is without -network
-            click.echo("warning: --best has no effect without --network: the run starts from random weights",
-                       err=True)
+            warnings.append("warning: --best has no effect without --network: the run starts from random weights")
+        for warning in filter(None, warnings):
+            click.echo(warning, err=True)
         run_training(config, gpu, checkpoint, stop)
 
 
