@@ -1,10 +1,9 @@
-"""Run configuration: the one declaration of every option, its defaults (DQN 3.0's
-``run_gpu`` script) and the parser for Lua table literals (``agent_params``, ``pool_frms``).
-
-Each field of ``Config`` is declared once, with its Lua name and help; the command
-line (both spellings), the TOML presets, the agent's defaults and the ``arguments``
-stored in a history all come from these declarations.
+"""Run configuration: the one declaration of every option (a field of ``Config``, with its default
+from DQN 3.0's ``run_gpu`` script, its Lua name and help), from which the command line (both
+spellings), the TOML presets, the agent's defaults and the ``arguments`` stored in a history all
+come; and the parser for Lua table literals (``agent_params``, ``pool_frms``).
 """
+import contextlib
 import dataclasses
 import importlib.resources
 import math
@@ -151,11 +150,10 @@ class BareWord(str):
 
 
 def parse_lua_table(text: str) -> dict:
-    """Parse a Lua table body such as ``lr=0.00025,ep=1,network="convnet_atari3",rescale_r=true``.
-
-    Fields are separated by ``,`` or ``;`` (as in Lua). Values are numbers (int when
-    integral in form), quoted strings, ``true``/``false``, or a ``BareWord``. Braces around
-    the body are allowed. Ports ``initenv.lua``'s ``str_to_table``, which ran the body as Lua.
+    """Parse a Lua table body such as ``lr=0.00025,ep=1,network="convnet_atari3",rescale_r=true``:
+    fields separated by ``,`` or ``;`` (as in Lua), values numbers (int when integral in form),
+    quoted strings, ``true``/``false``, or a ``BareWord``; braces around the body are allowed.
+    Ports ``initenv.lua``'s ``str_to_table``, which ran the body as Lua.
 
     Raises:
         ConfigError: naming the part that is not ``key=value``, an unterminated string or
@@ -445,13 +443,10 @@ def replay_bytes(c: Config) -> int:
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation (MemAvailable), None where unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

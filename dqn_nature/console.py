@@ -32,8 +32,7 @@ def refuse_to_replace(target: str, overwrite: bool):
         fail(f"{target}: name the output file <name>.h5")
     if not overwrite and os.path.exists(target):
         fail(f"{target} exists; replace it with --overwrite, or choose another name")
-    problem = unwritable(target)
-    if problem:
+    if problem := unwritable(target):
         fail(f"cannot write {target}: {problem}")
 
 

@@ -60,9 +60,8 @@ def _as_rom_id(name: str) -> str:
 
 
 class GameScreen:
-    """The last ``size`` painted RGB frames, pooled on ``grab()`` (``GameScreen.lua``).
-
-    Frames are kept as uint8 (210, 160, 3); ``grab()`` returns float32 in [0, 1].
+    """The last ``size`` painted RGB frames, uint8 (210, 160, 3), pooled (``pool_type`` "max" or
+    "mean") on ``grab()`` into float32 in [0, 1] (``GameScreen.lua``).
 
     Raises:
         GameError: ``size`` screens beyond the memory available.

@@ -39,11 +39,6 @@ def numbered_files(config, suffix: str = ".h5") -> list[tuple[int, str]]:
     return sorted((int(k), path) for k, path in found if k.isdigit())
 
 
-def numbered_histories(config) -> list[str]:
-    """The ``<name>_<k>.h5`` files under ``--name``, in order of k; none without save_versions."""
-    return [path for _, path in numbered_files(config)]
-
-
 def output_files(config) -> list[str]:
     """The paths, existing or not, that a run under ``config`` writes and a folder there would
     fail: its lock file, checkpoint and histories (``.params.h5`` too with
@@ -170,7 +165,7 @@ def check_earlier_run(config, checkpoint: str | None, overwrite: bool) -> list[s
     Raises:
         ConfigError: naming the file and how to go on.
     """
-    numbered = numbered_histories(config)
+    numbered = [path for _, path in numbered_files(config)]  # <name>_<k>.h5, in order of k
     if overwrite and numbered and not continues_its_files(config, checkpoint):
         listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
         return [f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the same "

@@ -30,9 +30,7 @@ def config_options(func):
     field without a default shows none (``--name``'s help names the one computed)."""
     for f in reversed(FIELDS):
         flags = [f"--{f.name.replace('_', '-')}", f"-{lua_name(f)}", *f.metadata["aliases"]]
-        help_text = f.metadata["help"]
-        if f.default is not None:
-            help_text += f" [default: {f.default}]"
+        help_text = f.metadata["help"] + (f" [default: {f.default}]" if f.default is not None else "")
         if f.metadata["flag"]:  # --no-<flag> switches it off, e.g. when resuming
             flags[0] += f"/--no-{f.name.replace('_', '-')}"
             func = click.option(*flags, f.name, is_flag=True, default=None, help=help_text)(func)
