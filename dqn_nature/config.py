@@ -44,7 +44,8 @@ class Config:
     agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))
     name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]",
                                         resume=True)
-    network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history, .params.h5, DQN 3.0 .t7)")
+    network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history, .params.h5, "
+                                           "DQN 3.0 .t7)")
     best: bool = option(False, "with --network, start from its best network", flag=True)
     steps: int = option(50_000_000, "agent steps to train", resume=True)
     eval_freq: int = option(250_000, "evaluate every this many steps")
@@ -421,10 +422,9 @@ def validate(c: Config) -> None:
             raise ConfigError(f"{name} must be in [0, 1], not {getattr(c, name)}")
     if c.min_reward > c.max_reward:
         raise ConfigError(f"min_reward {c.min_reward} is above max_reward {c.max_reward}")
-    if c.minibatch_size >= c.buffer_size:
-        raise ConfigError(f"minibatch_size ({c.minibatch_size}) must be smaller than bufferSize ({c.buffer_size})")
-    if c.valid_size >= c.buffer_size:
-        raise ConfigError(f"valid_size ({c.valid_size}) must be smaller than bufferSize ({c.buffer_size})")
+    for name in ("minibatch_size", "valid_size"):
+        if getattr(c, name) >= c.buffer_size:
+            raise ConfigError(f"{name} ({getattr(c, name)}) must be smaller than bufferSize ({c.buffer_size})")
     if c.learn_start < c.buffer_size:
         raise ConfigError(f"learn_start ({c.learn_start}) must be at least bufferSize ({c.buffer_size}): "
                           "the first samples need that many transitions")
