@@ -8,7 +8,6 @@ import re
 import signal
 import sys
 import warnings
-from pathlib import Path
 
 import click
 from tqdm import tqdm
@@ -20,7 +19,7 @@ def fail(message: str, code: int = 2):
     """Print ``<program>: error: <message>`` on stderr, on one line (a library's message may
     hold several), and exit with ``code`` (2: bad input)."""
     message = " ".join(line.strip() for line in message.splitlines() if line.strip())
-    click.echo(f"{Path(sys.argv[0]).name or 'dqn'}: error: {message}", err=True)
+    click.echo(f"{os.path.basename(sys.argv[0]) or 'dqn'}: error: {message}", err=True)
     sys.exit(code)
 
 

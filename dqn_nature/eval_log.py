@@ -68,9 +68,10 @@ def evaluation_row(trainer, evaluation) -> dict:
     history field's newest value (``time_history`` in seconds), the training ``epsilon``, ``lr``,
     and ``train_fps``/``eval_fps`` in frames/s. The figures ``train_agent.lua`` prints after each
     evaluation; no Lua function of its own."""
-    return dict(step=evaluation.step, frames=evaluation.frames, **{k: trainer.history[k][-1] for k in LUA_HISTORIES},
-                epsilon=trainer.agent.train_epsilon(), lr=evaluation.lr, train_fps=evaluation.train_fps,
-                eval_fps=evaluation.eval_fps)
+    values = {k: trainer.history[k][-1] for k in LUA_HISTORIES}
+    values.update(step=evaluation.step, frames=evaluation.frames, epsilon=trainer.agent.train_epsilon(),
+                  lr=evaluation.lr, train_fps=evaluation.train_fps, eval_fps=evaluation.eval_fps)
+    return {key: values[key] for key in CSV_COLUMNS}
 
 
 class EvaluationLogs:

@@ -24,6 +24,7 @@ from ..history import HistoryError
 from ..progress import Progress
 from ..run_files import check_earlier_run, check_resources, output_folders, resume_path, run_lock
 
+
 def config_options(func):
     """Decorate a click command with one option per ``Config`` field, in both spellings (and a
     ``--no-`` form for flags): the Lua spelling is ``train_agent.lua``'s ``cmd:option``. A
