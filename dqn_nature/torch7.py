@@ -10,6 +10,7 @@ Binary files are read with the ``torchfile`` package (the ``legacy`` extra); the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 
@@ -26,6 +27,8 @@ _CONVS = {"nn.SpatialConvolution", "nn.SpatialConvolutionMM", "nn.SpatialConvolu
           "cudnn.SpatialConvolution"}
 _PASS_THROUGH = {"nn.Reshape", "nn.View", "nn.Transpose", "nn.Rectifier", "nn.ReLU", "cudnn.ReLU"}
 MAX_WHOLE = 2**53  # Lua numbers (doubles) hold every whole number up to it
+_DTYPES = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
+           "Float": np.float32, "Double": np.float64, "Cuda": np.float32}  # of torch.<kind>Tensor
 _EXPECTED = {str: "a string", int: "a whole number up to 2^53", float: "a number",
              None: "a number, string, boolean or table"}
 
@@ -53,38 +56,34 @@ def read_t7(path: str):
             ascii_format = fh.read(2) in (b"3\n", b"4\n")  # a binary file starts with an int32 tag
     except OSError as e:
         raise LegacyError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        if ascii_format:
-            with open(path, "rb") as fh:
-                return _plain(_AsciiReader(fh.read()).read_obj())
+    if not ascii_format:
         try:
             import torchfile
         except ImportError:
             raise LegacyError(f"{path}: reading Torch7 binary files needs torchfile: "
                               "pip install 'dqn-nature[legacy]'") from None
-        _check_tensors(torchfile)
+        # torchfile's own tensor readers take sizes, strides and offset unchecked (a view of memory
+        # outside the storage where the file is damaged): replaced, for the process.
+        for kind, dtype in _DTYPES.items():
+            for name in (f"torch.{kind}Tensor".encode(), f"torch.Cuda{kind}Tensor".encode()):
+                if name in torchfile.type_handlers:
+                    torchfile.type_handlers[name] = functools.partial(_read_tensor, dtype=dtype)
+    try:
+        if ascii_format:
+            with open(path, "rb") as fh:
+                return _AsciiReader(fh.read()).read_obj()
         return _plain(torchfile.load(path))
-    except LegacyError:
-        raise
     except Exception as e:  # torchfile raises struct.error, ValueError, EOFError... on damaged files
         raise LegacyError(f"{path}: not a readable Torch7 file ({type(e).__name__}: {e})") from None
 
 
-def _check_tensors(torchfile) -> None:
-    """Have ``torchfile`` build its tensors with ``_view``: its own tensor readers take the
-    sizes, strides and offset from the file unchecked (memory outside the storage where
-    the file is damaged). Replaces them in ``torchfile.type_handlers``, for the process."""
-    def tensor_reader(dtype):
-        def read(t7, version):  # Torch7's Tensor.c read: ndim, sizes, strides, offset + 1, storage
-            ndim = t7.read_int()
-            size, stride = t7.read_long_array(ndim), t7.read_long_array(ndim)
-            offset = t7.read_long() - 1
-            return _view(t7.read_obj(), size, stride, offset, dtype)
-        return read
-    for kind, dtype in _AsciiReader._DTYPES.items():
-        for name in (f"torch.{kind}Tensor".encode(), f"torch.Cuda{kind}Tensor".encode()):
-            if name in torchfile.type_handlers:
-                torchfile.type_handlers[name] = tensor_reader(dtype)
+def _read_tensor(reader, version, dtype) -> np.ndarray:
+    """Torch7's ``Tensor.c`` read (ndim, sizes, strides, offset + 1, storage) by a ``torchfile``
+    or ascii ``reader``, as ``_view`` checks it."""
+    ndim = reader.read_int()
+    size, stride = reader.read_long_array(ndim), reader.read_long_array(ndim)
+    offset = reader.read_long() - 1
+    return _view(reader.read_obj(), size, stride, offset, dtype)
 
 
 def _view(storage, size: list, stride: list, offset: int, dtype) -> np.ndarray:
@@ -144,57 +143,62 @@ class TorchObject:
 
 class _AsciiReader:
     """Torch7's ``File:readObject`` on an ascii file (``torch.save(f, x, 'ascii')``): numbers
-    as text, each write followed by a newline, strings as raw bytes after their length."""
-
-    _TOKEN = re.compile(rb"\s*(\S+)")
-    _DTYPES = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
-               "Float": np.float32, "Double": np.float64, "Cuda": np.float32}
+    as text, a space after each but the last of a write and a newline after that; strings and
+    bytes raw after their count, then a newline. Its ``read_*`` methods are ``torchfile.T7Reader``'s,
+    for ``_read_tensor``."""
 
     def __init__(self, data: bytes):
         self.data, self.pos, self.objects = data, 0, {}
 
-    def _newline(self):
-        if self.data[self.pos:self.pos + 1] == b"\n":
-            self.pos += 1
-
-    def _numbers(self, n: int, kind=int) -> list:
-        values = []
-        for _ in range(n):
-            m = self._TOKEN.match(self.data, self.pos)
-            if not m:
-                raise ValueError(f"truncated file at byte {self.pos}")
-            values.append(kind(m.group(1)))
-            self.pos = m.end()
-        if n:
-            self._newline()
+    def _numbers(self, n: int, dtype=np.int64) -> np.ndarray:
+        """The ``n`` numbers of one write: a line (none for n = 0)."""
+        end = self.data.find(b"\n", self.pos) if n else self.pos
+        if end < 0:
+            raise ValueError(f"truncated file at byte {len(self.data)}")
+        values = np.fromstring(self.data[self.pos:end], dtype, sep=" ")
+        if values.size != n:
+            raise ValueError(f"{values.size} numbers at byte {self.pos}, not {n}")
+        self.pos = end + (n > 0)
         return values
 
-    def _chars(self) -> str:
-        n = self._numbers(1)[0]
+    def read_long_array(self, n: int) -> list:
+        return self._numbers(n).tolist()
+
+    def read_int(self) -> int:
+        return int(self._numbers(1)[0])
+
+    read_long = read_int
+
+    def _raw(self) -> bytes:
+        """A string's or byte storage's bytes, after their count (a newline follows unless none)."""
+        n = self.read_int()
         raw = self.data[self.pos:self.pos + n]
-        self.pos += n
-        if n:
-            self._newline()
-        return raw.decode("utf-8", "replace")
+        if len(raw) < n:
+            raise ValueError(f"truncated file at byte {len(self.data)}")
+        self.pos += n + (n > 0)
+        return raw
+
+    def _chars(self) -> str:
+        return self._raw().decode("utf-8", "replace")
 
     def read_obj(self):
-        tag = self._numbers(1)[0]
+        tag = self.read_int()
         if tag == 0:
             return None
         if tag == 1:
-            return _number(self._numbers(1, float)[0])
+            return _number(self._numbers(1, np.float64)[0])
         if tag == 2:
             return self._chars()
         if tag == 5:
-            return self._numbers(1)[0] == 1
+            return self.read_int() == 1
         if tag not in (3, 4):
             raise ValueError(f"object type {tag} at byte {self.pos} (functions are not read)")
-        index = self._numbers(1)[0]
+        index = self.read_int()
         if index in self.objects:
             return self.objects[index]
         if tag == 3:
             table = self.objects[index] = {}
-            for _ in range(self._numbers(1)[0]):
+            for _ in range(self.read_int()):
                 key = self.read_obj()
                 table[key] = self.read_obj()
             if set(table) == set(range(1, len(table) + 1)):
@@ -207,24 +211,13 @@ class _AsciiReader:
             obj = self.objects[index] = TorchObject(typename, {})
             obj.fields = self.read_obj()
             return obj
-        dtype = self._DTYPES[kind.group(2) or kind.group(1)]
-        if kind.group(3) == "Storage":
-            size = self._numbers(1)[0]
-            if dtype in (np.uint8, np.int8):  # bytes are written raw, not as numbers
-                values, end = np.frombuffer(self.data, dtype, size, self.pos).copy(), self.pos + size
-            else:
-                end = self.data.index(b"\n", self.pos) if size else self.pos
-                values = np.fromstring(self.data[self.pos:end], np.float64, sep=" ").astype(dtype)
-                if values.size != size:
-                    raise ValueError(f"a storage of {size} values holds {values.size}")
-            self.pos = end
-            if size:
-                self._newline()
+        dtype = _DTYPES[kind.group(2) or kind.group(1)]
+        if kind.group(3) == "Tensor":
+            values = _read_tensor(self, None, dtype)
+        elif dtype in (np.uint8, np.int8):  # bytes are written raw, as a string's
+            values = np.frombuffer(self._raw(), dtype).copy()
         else:
-            ndim = self._numbers(1)[0]
-            size, stride = self._numbers(ndim), self._numbers(ndim)
-            offset = self._numbers(1)[0] - 1  # the file's is 1-based
-            values = _view(self.read_obj(), size, stride, offset, dtype)
+            values = self._numbers(self.read_int(), np.float64).astype(dtype)
         self.objects[index] = values
         return values
 
