@@ -2,8 +2,7 @@
 
 On a GPU, the agent's action forward pass and minibatch update are little GPU work behind
 tens to hundreds of kernel launches from Python, each costing the CPU more than the GPU; a
-captured graph launches them all at once. The kernels and their arguments are those of the eager call, so the results are the
-same.
+captured graph launches them all at once, with the eager call's kernels and arguments: the same results.
 """
 from __future__ import annotations
 

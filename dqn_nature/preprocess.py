@@ -84,8 +84,9 @@ def scale_y(screen: np.ndarray) -> np.ndarray:
 
 def to_bytes(state: np.ndarray) -> np.ndarray:
     """Store a preprocessed state as the Lua does: uint8 ``trunc(255 * y)``, same shape
-    (``TransitionTable:add_recent_state``'s ``s:clone():float():mul(255):byte()``)."""
-    return (state * np.float32(255)).astype(np.uint8)
+    (``TransitionTable:add_recent_state``'s ``s:clone():float():mul(255):byte()``); a uint8
+    state is stored already and returned as it is."""
+    return state if state.dtype == np.uint8 else (state * np.float32(255)).astype(np.uint8)
 
 
 def preprocess(screen: np.ndarray) -> np.ndarray:

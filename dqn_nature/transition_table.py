@@ -10,10 +10,6 @@ import numpy as np
 from .preprocess import to_bytes
 
 
-def _as_bytes(s: np.ndarray) -> np.ndarray:
-    return s if s.dtype == np.uint8 else to_bytes(s)
-
-
 def _zero_older_episodes(frames: np.ndarray, flags: np.ndarray) -> np.ndarray:
     """Zero, in place, every frame at or before the newest set flag (``concatFrames``).
 
@@ -82,7 +78,7 @@ class TransitionTable:
         s: (state_dim,) uint8, or float in [0, 1] stored as ``trunc(255 * s)``.
         """
         i = self.insert_index
-        self.s[i] = _as_bytes(s)
+        self.s[i] = to_bytes(s)
         self.a[i], self.r[i], self.t[i] = a, r, term
         self.num_entries = min(self.num_entries + 1, self.max_size)
         self.insert_index = (i + 1) % self.max_size
@@ -93,7 +89,7 @@ class TransitionTable:
         s: (state_dim,) uint8, or float in [0, 1] stored as ``trunc(255 * s)``.
         """
         self.recent_s[:-1] = self.recent_s[1:]
-        self.recent_s[-1] = _as_bytes(s)
+        self.recent_s[-1] = to_bytes(s)
         self.recent_t[:-1] = self.recent_t[1:]
         self.recent_t[-1] = term
 
