@@ -501,15 +501,16 @@ def test_a_signal_while_the_run_is_set_up_stops_it_before_training(tmp_path, mon
     import signal
     import time
 
-    from dqn_nature import checkpoint, train as training
+    from dqn_nature import train as training
 
+    command = importlib.import_module("dqn_nature.commands.train")
     monkeypatch.chdir(tmp_path)
     run = [*SHORT, "--steps", "10", "--name", "run"]
     if resume:
         assert CliRunner().invoke(train, run).exit_code == 0
         run = ["--resume", "run", "--steps", "20"]
     saved = {p: p.read_bytes() for p in tmp_path.iterdir()}
-    patched, reading = (checkpoint, "restore_checkpoint") if resume else (training.Trainer, "__init__")
+    patched, reading = (command, "restore_checkpoint") if resume else (training.Trainer, "__init__")
     read = getattr(patched, reading)
 
     def interrupted(*args, **kwargs):
