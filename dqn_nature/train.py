@@ -286,9 +286,8 @@ def cpu_capabilities() -> dict:
 
 def precision_warning(precision: str, gpu: int) -> str | None:
     """The warning a run with ``--precision precision`` on device ``gpu`` (-1: the CPU) earns, or
-    None. tf32 is a CUDA mode. On an x86 CPU with neither AMX nor AVX-512 BF16, bf16 is
-    emulated (0.2x fp32's steps per second on an AVX2 EPYC); with either, it is about as fast
-    as fp32 or faster (0.8x to 1.5x with AVX-512 BF16 alone). No Lua counterpart."""
+    None. tf32 is a CUDA mode; on an x86 CPU with neither AMX nor AVX-512 BF16, bf16 is
+    emulated, several times slower than fp32 (figures in docs/performance.md). No Lua counterpart."""
     if gpu >= 0 or precision == "fp32":
         return None
     if precision == "tf32":
