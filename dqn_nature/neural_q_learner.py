@@ -28,14 +28,13 @@ class NeuralQLearner:
 
     Args:
         actions: the game's action set (ALE ids); its length is the network's output size.
-        **agent_params: NeuralQLearner parameters under their Lua names (``lr``, ``ep_endt``,
-            ``bufferSize``...; Python spellings such as ``buffer_size`` too), defaulting to the
-            paper's run_gpu values (``config.Config``); ``network`` must be ``convnet_atari3``;
-            plus ``gpu`` (CUDA device, -1 for the CPU), ``precision`` (``"fp32"``;
-            ``"bf16"``: forward and backward passes under bfloat16 autocast, weights and
-            RMSProp in float32; ``"tf32"``: TF32 convolutions and matrix products on CUDA,
-            fp32 on the CPU) and ``seed`` (of the agent's random generator, which also
-            drives replay sampling, as the Lua's global RNG).
+        **agent_params: NeuralQLearner parameters under their Lua names (``lr``, ``bufferSize``...) or
+            Python ones (``buffer_size``), defaulting to the paper's run_gpu values (``config.Config``);
+            ``network`` must be ``convnet_atari3``; plus ``gpu`` (CUDA device, -1 for the CPU),
+            ``precision`` (``"fp32"``; ``"bf16"``: forward and backward passes under bfloat16 autocast,
+            weights and RMSProp in float32; ``"tf32"``: TF32 convolutions and matrix products on CUDA,
+            fp32 on the CPU) and ``seed`` (of the agent's random generator, which also drives replay
+            sampling, as the Lua's global RNG).
 
     Raises:
         ValueError: unknown parameter, or a ``network``/``preproc`` other than DQN 3.0's.
@@ -92,9 +91,8 @@ class NeuralQLearner:
         self.network = convnet_atari3(self.n_actions, self.hist_len, p["ncols"]).to(
             self.device, memory_format=torch.channels_last)
         self.target_network = copy.deepcopy(self.network).requires_grad_(False)
-        # The network may have changed since the last target copy (by an update). True at first,
-        # so that weights loaded into agent.network before the first step reach the target at
-        # step 1, as DQN 3.0's unconditional copy does.
+        # Whether an update may have changed the network since the last target copy. True at first, so
+        # that weights loaded into agent.network before step 1 reach the target, as DQN 3.0's copy does.
         self._target_stale = True
         self.optimizer = DeepMindRMSProp(self.network.parameters(), lr=self.lr, wc=float(p["wc"]))
         self.transitions = TransitionTable(self.state_dim, self.n_actions, self.hist_len,
@@ -145,15 +143,12 @@ class NeuralQLearner:
             return self.network(self._to_input(states)).float()
 
     def greedy(self, state: np.ndarray) -> int:
-        """Argmax of Q(state, .) with uniform random tie-breaking (``greedy``).
-
-        state: float32 (hist_len, state_dim) in [0, 1]. Sets ``bestq``. Returns an action index.
-        """
+        """The action index of max Q(state, .), ``state`` float32 (hist_len, state_dim) in [0, 1], ties
+        broken uniformly at random; the max is kept in ``bestq`` (``greedy``)."""
         states = state[None]
         q = (self._forward_graph(None, states) if self.device.type == "cuda" else self._greedy_q(states))
-        # The Lua loop, in Python on a list: fewer calls than NumPy's, which run slowly right
-        # after the forward pass has flushed the caches. A NaN never wins or ties; a NaN first
-        # value keeps the first action.
+        # The Lua loop on a Python list: fewer calls than NumPy's, slow right after the forward pass
+        # has flushed the caches. A NaN never wins or ties; a NaN first value keeps the first action.
         q = q[0].tolist()
         best, self.bestq = [0], q[0]
         for a in range(1, len(q)):
@@ -164,11 +159,8 @@ class NeuralQLearner:
         return best[self.rng.integers(len(best))]
 
     def e_greedy(self, state: np.ndarray, testing_ep: float | None = None) -> int:
-        """Random action with probability ``ep``, else ``greedy`` (``eGreedy``).
-
-        state: float32 (hist_len, state_dim) in [0, 1]. Returns an action index. ``ep`` is
-        ``testing_ep`` when given, else ``train_epsilon()``; it is kept in ``self.ep``.
-        """
+        """A random action index with probability ``ep`` (``testing_ep`` when given, else
+        ``train_epsilon()``; kept in ``self.ep``), else ``greedy(state)`` (``eGreedy``)."""
         self.ep = self.train_epsilon() if testing_ep is None else testing_ep
         if self.rng.random() < self.ep:
             return int(self.rng.integers(self.n_actions))
@@ -176,7 +168,8 @@ class NeuralQLearner:
 
     def perceive(self, reward: float, rawstate: np.ndarray, terminal: bool,
                  testing: bool = False, testing_ep: float | None = None) -> int | None:
-        """Observe a step's outcome, store and learn, and choose the next action (``perceive``).
+        """Observe a step's outcome, store and learn, and return the next action index (0-based), or
+        None when ``terminal`` (``perceive``).
 
         Args:
             reward: reward of the last agent step (unclipped).
@@ -184,9 +177,6 @@ class NeuralQLearner:
             terminal: whether that screen ends an episode.
             testing: evaluation mode: no storing, learning or step counting.
             testing_ep: exploration rate to use instead of the training schedule.
-
-        Returns:
-            the action index (0-based), or None when ``terminal``.
         """
         state = preprocess(rawstate)
         reward = min(reward, self.max_reward) if self.max_reward is not None else reward
@@ -202,9 +192,8 @@ class NeuralQLearner:
         if not terminal:
             action = self.e_greedy(self.transitions.get_recent(), testing_ep)
         self.transitions.add_recent_action(action)
-        learn = (self.num_steps > self.learn_start + self.replay_restart and not testing
-                 and self.num_steps % self.update_freq == 0)
-        if learn:
+        if (self.num_steps > self.learn_start + self.replay_restart and not testing
+                and self.num_steps % self.update_freq == 0):
             for _ in range(self.n_replay):
                 self.q_learn_minibatch()
         if not testing:
@@ -248,10 +237,9 @@ class NeuralQLearner:
         return targets, delta, q2_max, q_all
 
     def _q_values(self, network, frames) -> torch.Tensor:
-        """Q-values of a large batch without gradient, the convolutional trunk in chunks of
-        ``TRUNK_CHUNK`` states (identical results: each output row depends on its own input
-        only), the linear layers on the whole batch: the validation set's activations never
-        exist all at once."""
+        """Q-values of a large batch without gradient, the convolutional trunk in chunks of ``TRUNK_CHUNK``
+        states (identical results: each row depends on its own input only), so that the validation
+        set's activations never exist all at once."""
         features = [network.features(self._to_input(frames[i:i + TRUNK_CHUNK]))
                     for i in range(0, len(frames), TRUNK_CHUNK)]
         return network.head(torch.cat(features))
@@ -314,14 +302,13 @@ class NeuralQLearner:
     _TABLE = ("recent_s", "recent_t", "recent_a", "buf_s", "buf_s2", "buf_a", "buf_r", "buf_term")
 
     def get_state(self) -> dict:
-        """Everything but the replay memory's contents needed to continue exactly: counters,
-        schedules, networks, RMSProp buffers, the random generator, the last state, the
-        validation set, the recent queue and the prefetch buffer. None values are omitted. No
-        Lua counterpart (DQN 3.0 could not resume).
+        """Everything but the replay memory's contents needed to continue exactly (counters, schedules,
+        networks, RMSProp buffers, random generator, last state, validation set, recent queue, prefetch
+        buffer), None values omitted. No Lua counterpart (DQN 3.0 could not resume).
 
-        Like ``state_dict()``, the tensors and arrays are the agent's own, not copies: write the
-        state out (``checkpoint.save_checkpoint``) or ``copy.deepcopy`` it before the agent
-        goes on, else it follows the agent's weights while its counters stay behind."""
+        As in ``state_dict()``, tensors and arrays are the agent's own, not copies: write the state out
+        (``checkpoint.save_checkpoint``) or ``copy.deepcopy`` it before the agent goes on, else it
+        follows the agent's weights while its counters stay behind."""
         t = self.transitions
         state = {k: getattr(self, k) for k in self._SCALARS if getattr(self, k) is not None}
         state.update(
