@@ -26,7 +26,6 @@ class TransitionTable:
 
     Args:
         state_dim: values per preprocessed frame (7056).
-        num_actions: size of the action set.
         hist_len: frames per agent state (``recentMemSize``).
         max_size: capacity in transitions; frames cost ``state_dim`` bytes each.
         buffer_size: prefetched samples served by ``sample`` (``bufferSize``).
@@ -34,7 +33,8 @@ class TransitionTable:
 
     Memory: ``max_size * (state_dim + 6)`` bytes (frame, action index as uint8, reward,
     flag), allocated lazily by the OS; plus two prefetch buffers of
-    ``buffer_size * hist_len * state_dim`` bytes.
+    ``buffer_size * hist_len * state_dim`` bytes. Frames ``s`` are given as (state_dim,) uint8, or
+    float in [0, 1] stored as ``trunc(255 * s)``.
     """
 
     def __init__(self, state_dim: int, num_actions: int, hist_len: int = 4,
@@ -46,8 +46,7 @@ class TransitionTable:
         self.a = np.zeros(max_size, np.uint8)  # action indices (at most 18 actions)
         self.r = np.zeros(max_size, np.float32)
         self.t = np.zeros(max_size, np.bool_)
-        self.num_entries = 0
-        self.insert_index = 0  # next slot written by add()
+        self.num_entries = self.insert_index = 0  # insert_index: the next slot add() writes
         # The recent queue starts as zero frames flagged terminal, actions 0.
         self.recent_s = np.zeros((hist_len, state_dim), np.uint8)
         self.recent_t = np.ones(hist_len, np.bool_)
@@ -61,8 +60,7 @@ class TransitionTable:
 
     def reset(self) -> None:
         """Forget all transitions (``reset``)."""
-        self.num_entries = 0
-        self.insert_index = 0
+        self.num_entries = self.insert_index = 0
 
     def size(self) -> int:
         """Number of stored transitions (``size``)."""
@@ -73,10 +71,7 @@ class TransitionTable:
         return self.num_entries == 0
 
     def add(self, s: np.ndarray, a: int, r: float, term: bool) -> None:
-        """Store one transition at the insert position, wrapping at ``max_size`` (``add``).
-
-        s: (state_dim,) uint8, or float in [0, 1] stored as ``trunc(255 * s)``.
-        """
+        """Store one transition at the insert position, wrapping at ``max_size`` (``add``)."""
         i = self.insert_index
         self.s[i] = to_bytes(s)
         self.a[i], self.r[i], self.t[i] = a, r, term
@@ -84,10 +79,7 @@ class TransitionTable:
         self.insert_index = (i + 1) % self.max_size
 
     def add_recent_state(self, s: np.ndarray, term: bool) -> None:
-        """Push a frame and its terminal flag on the recent queue (``add_recent_state``).
-
-        s: (state_dim,) uint8, or float in [0, 1] stored as ``trunc(255 * s)``.
-        """
+        """Push a frame and its terminal flag on the recent queue (``add_recent_state``)."""
         self.recent_s[:-1] = self.recent_s[1:]
         self.recent_s[-1] = to_bytes(s)
         self.recent_t[:-1] = self.recent_t[1:]
@@ -99,11 +91,8 @@ class TransitionTable:
         self.recent_a[-1] = a
 
     def concat_frames(self, index: int, use_recent: bool = False) -> np.ndarray:
-        """The ``hist_len`` frames from ``index`` on, older episodes zeroed (``concatFrames``).
-
-        Returns uint8 (hist_len, state_dim). With ``use_recent`` the recent queue is read
-        (``index`` 0 is its oldest frame).
-        """
+        """The ``hist_len`` frames from ``index`` on, uint8 (hist_len, state_dim), older episodes zeroed
+        (``concatFrames``); with ``use_recent`` those of the recent queue (``index`` 0: its oldest)."""
         s, t = (self.recent_s, self.recent_t) if use_recent else (self.s, self.t)
         frames = s[index:index + self.hist_len].copy()[None]
         return _zero_older_episodes(frames, t[None, index:index + self.hist_len - 1])[0]
@@ -113,19 +102,16 @@ class TransitionTable:
         return self.concat_frames(0, use_recent=True).astype(np.float32) / np.float32(255)
 
     def get(self, index: int):
-        """Transition starting at ``index`` (``get``).
-
-        Returns (s uint8 (hist_len, state_dim), a int, r float, s2 uint8 (hist_len, state_dim),
-        term bool): s is frames index..index+hist_len-1, a and r are stored at
-        index+hist_len-1, s2 is shifted by one frame, term is the flag at index+hist_len.
-        """
+        """Transition starting at ``index`` (``get``): (s uint8 (hist_len, state_dim), a int, r float,
+        s2 like s, term bool); s is frames index..index+hist_len-1, a and r are stored at
+        index+hist_len-1, s2 is shifted by one frame, term is the flag at index+hist_len."""
         j = index + self.hist_len - 1
         return (self.concat_frames(index), int(self.a[j]), float(self.r[j]),
                 self.concat_frames(index + 1), bool(self.t[j + 1]))
 
     def sample_one(self):
-        """One uniformly drawn transition whose state does not end an episode (``sample_one``):
-        ``get`` of the index ``sample_indices(1)`` draws.
+        """One uniformly drawn transition whose state does not end an episode, as ``get`` returns it
+        (``sample_one``).
 
         Raises:
             RuntimeError: fewer than hist_len + 2 transitions are stored.
@@ -133,10 +119,9 @@ class TransitionTable:
         return self.get(int(self.sample_indices(1)[0]))
 
     def sample_indices(self, n: int) -> np.ndarray:
-        """``n`` indices, each uniform in [1, num_entries - hist_len - 1] and redrawn while the flag
-        at index + hist_len - 1 is set (the insert position ignored), vectorised: each round draws
-        one ``rng.random()`` per sample still missing, so the generator advances as by ``n`` draws
-        one at a time. Returns int64 (n,).
+        """``n`` indices, int64 (n,), each uniform in [1, num_entries - hist_len - 1] and redrawn while
+        the flag at index + hist_len - 1 is set (the insert position ignored); each round draws one
+        ``rng.random()`` per sample still missing, so the generator advances as by ``n`` single draws.
 
         Raises:
             RuntimeError: fewer than hist_len + 2 transitions are stored.
