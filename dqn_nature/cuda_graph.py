@@ -17,19 +17,14 @@ WARMUP = 3  # eager calls with the same key before capture (CUDA's lazy set-up h
 class CudaGraph:
     """``fn(*tensors)`` on static CUDA input tensors, captured once and replayed.
 
-    ``graph(key, *arrays)`` copies the NumPy ``arrays`` through pinned host buffers into
-    the static inputs without waiting for the copy, and returns ``fn``'s output (CUDA
-    tensors, overwritten by the next call). Buffers and inputs are allocated at the first
-    call with its arrays' shapes and dtypes; later calls must pass the same (an array of
-    another shape that broadcasts is not detected). Python scalars ``fn`` reads from
-    elsewhere (a learning rate) are frozen into the graph, so the caller passes them as
-    ``key``: a call with a new key runs eagerly, and the graph is captured again once the
-    key has held for ``WARMUP`` calls. ``reset()`` drops the graph, for when tensors ``fn``
-    uses in place (optimiser state) are replaced.
-
-    Args:
-        fn: function of the static input tensors; its CUDA work is captured.
-        device: the CUDA device.
+    ``graph(key, *arrays)`` copies the NumPy ``arrays`` through pinned host buffers into the static
+    inputs without waiting for the copy, and returns ``fn``'s output (CUDA tensors, overwritten by the
+    next call). Buffers and inputs take the first call's shapes and dtypes; later calls must pass the
+    same (another shape that broadcasts is not detected). Python scalars ``fn`` reads from elsewhere
+    (a learning rate) are frozen into the graph, so the caller passes them as ``key``: a call with a
+    new key runs eagerly, and the graph is captured again once the key has held for ``WARMUP`` calls.
+    ``reset()`` drops the graph, for when tensors ``fn`` uses in place (optimiser state) are replaced.
+    ``fn`` is a function of the static input tensors whose CUDA work is captured.
     """
 
     def __init__(self, fn: Callable, device: torch.device):
