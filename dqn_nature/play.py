@@ -34,11 +34,10 @@ class Episode:
 
 @dataclasses.dataclass
 class Step:
-    """One agent step of ``play``. ``episode``, ``step``: 0-based; ``action``: index in the
-    action set; ``reward``: of this step; ``score``: the episode's after it; ``frames``: the
-    emulator frames it played, uint8 (210, 160, 3) each; ``q``: float32 (n_actions,) Q-values
-    of the state the action was chosen in (None unless asked for); ``episode_end``: set on an
-    episode's last step."""
+    """One agent step of ``play``. ``episode``, ``step``: 0-based; ``action``: index in the action
+    set; ``score``: the episode's after this step; ``frames``: the emulator frames it played, uint8
+    (210, 160, 3) each; ``q``: float32 (n_actions,) Q-values of the state the action was chosen in
+    (None unless asked for); ``episode_end``: set on an episode's last step."""
 
     episode: int
     step: int
@@ -55,23 +54,19 @@ def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TES
          random_first: bool = False) -> Iterator[Step]:
     """Play ``episodes`` games and yield every agent step (the loop of ``test_agent.lua``), as
     ``train_agent.lua``'s evaluation plays them: the first starts with ``new_game()`` (which plays
-    out the running game at random), the next ones with ``next_random_game()``; actions come from
-    ``perceive(..., testing=True, testing_ep)``; losing a life does not end the episode.
+    out the running game at random), the next ones (the first too with ``random_first``) with
+    ``next_random_game()``; actions come from ``agent.perceive(..., testing=True, testing_ep)``
+    (a ``NeuralQLearner``, not trained); losing a life does not end the episode. ``env.frame_hook``,
+    if set, is called with every emulator frame (of the agent's steps and of the games' starts).
 
     Args:
-        env: the game. Its ``frame_hook``, if set, is called with every emulator frame (the
-            agent's steps', and those of the games' starts); it is restored at each step's end.
-        agent: a ``NeuralQLearner`` holding the trained network (it is not trained).
-        testing_ep: exploration rate. max_steps: cut an episode after this many agent steps.
+        max_steps: cut an episode after this many agent steps.
+        max_frames: cut an episode after as many agent steps as fit in this many emulator frames
+            (exactly this many when actrep divides it), not counting the no-op frames of its start.
         with_q: compute each step's Q-values (one more forward pass per step).
-        max_frames: cut an episode after as many agent steps as fit in this many emulator
-            frames (exactly this many frames when actrep divides it), counted from its first
-            agent step: the no-op frames of its start are not counted.
-        random_first: start the first episode with ``next_random_game()`` too.
 
     Raises:
-        ValueError: ``max_frames`` below ``env.actrep`` (not one agent step), on the first
-            ``next()``.
+        ValueError: ``max_frames`` below ``env.actrep`` (not one agent step), on the first ``next()``.
     """
     import torch
 
@@ -113,12 +108,10 @@ def play(env: GameEnvironment, agent, episodes: int = 1, testing_ep: float = TES
 
 @dataclasses.dataclass(frozen=True)
 class Protocol:
-    """How networks are evaluated: ``episodes`` games at exploration rate ``testing_ep``, each
-    one, the first too, started by ``nextRandomGame`` (1..``random_starts`` no-op frames) and
-    cut after ``max_frames`` emulator frames or ``max_steps`` agent steps (as ``play``'s
-    arguments of those names; None: no cap) if it has not ended. No Lua counterpart: DQN 3.0's
-    evaluations play a fixed number of agent steps.
-    """
+    """How networks are evaluated: ``episodes`` games at exploration rate ``testing_ep``, each (the
+    first too) started by ``nextRandomGame`` (1..``random_starts`` no-op frames) and cut, if it has
+    not ended, after ``max_frames`` emulator frames or ``max_steps`` agent steps (as ``play``'s;
+    None: no cap). No Lua counterpart: DQN 3.0's evaluations play a fixed number of agent steps."""
 
     name: str
     episodes: int
@@ -146,8 +139,7 @@ class Protocol:
         """``play`` the protocol's episodes with ``agent`` on ``env``.
 
         Raises:
-            ValueError: ``env`` plays other no-op starts than ``random_starts`` (make it with
-                ``random_starts=protocol.random_starts``), or a frame cap below one agent step.
+            ValueError: ``env`` has other ``random_starts``, or a frame cap below one agent step.
         """
         if env.random_starts != self.random_starts:
             raise ValueError(f"the game plays 1..{env.random_starts} no-op frames at a start, protocol {self.name} "
@@ -157,11 +149,10 @@ class Protocol:
 
 
 NATURE = Protocol("nature", episodes=30, testing_ep=0.05, random_starts=30, max_frames=18_000)
-"""The evaluation of the Nature paper's table (Mnih et al. 2015, Methods): 30 episodes of at
-most 5 minutes (18,000 emulator frames at 60 fps: 4,500 agent steps at actrep 4), each after up
-to 30 no-op actions, at epsilon 0.05. The no-ops are DQN 3.0's ``nextRandomGame``: 1..30 no-op
-emulator frames, before the 18,000 frames of the agent's steps; DQN Zoo counts them in agent
-steps instead (1..30 steps, up to 120 frames)."""
+"""The evaluation of the Nature paper's table (Mnih et al. 2015, Methods): 30 episodes of at most
+5 minutes (18,000 emulator frames at 60 fps: 4,500 agent steps at actrep 4) at epsilon 0.05, each
+after up to 30 no-op actions: DQN 3.0's ``nextRandomGame``, 1..30 frames before the 18,000 (DQN Zoo
+counts them in agent steps instead: 1..30 steps, up to 120 frames)."""
 PROTOCOLS = {"nature": NATURE}
 
 
@@ -218,7 +209,9 @@ def agent_for(state: dict, actions: list[int], gpu: int = -1, seed: int = 1):
 
 
 def evaluate(env: GameEnvironment, agent, protocol: Protocol = NATURE) -> Evaluation:
-    """Play ``protocol`` (the Nature paper's by default) and return its episodes and summary.
+    """Play ``protocol`` (``NATURE``, or another: ``dataclasses.replace(NATURE, max_frames=...)``)
+    with ``agent`` (``agent_for`` makes one) on ``env`` (made with ``random_starts=protocol.random_starts``
+    and the actrep and frame pooling the network was trained with) and return its episodes and summary.
 
     Example::
 
@@ -227,12 +220,6 @@ def evaluate(env: GameEnvironment, agent, protocol: Protocol = NATURE) -> Evalua
         result = evaluate(env, agent_for(state, env.get_actions()))
         print(result.scores)  # float64 (30,), one score per episode
         print(result.summary())
-
-    Args:
-        env: the game, made with ``random_starts=protocol.random_starts`` (and the actrep and
-            frame pooling the network was trained with); its ``frame_hook`` sees every frame.
-        agent: a ``NeuralQLearner`` holding the network (``agent_for`` makes one).
-        protocol: ``NATURE``, or another (``dataclasses.replace(NATURE, max_frames=...)``).
 
     Raises:
         ValueError: as ``Protocol.play``.
@@ -273,9 +260,7 @@ class GifWriter:
     one frame at a time (a game's frames need not fit in memory): each frame is cropped to
     the region that changed and carries its own palette. Ports ``test_agent.lua``'s GIF (gd's
     ``gifAnimBegin``, ``gifAnimAdd``, ``gifAnimEnd``), which used one palette for all frames.
-
-    Args:
-        fh: binary file open for writing. delay_cs: display time of a frame, centiseconds.
+    ``fh``: a binary file open for writing; ``delay_cs``: display time of a frame, centiseconds.
     """
 
     def __init__(self, fh, delay_cs: int):
@@ -308,10 +293,8 @@ class VideoWriter:
     ffmpeg failed to write (a full disk) passed for a good one. No Lua counterpart.
 
     Args:
-        path: the file ffmpeg writes (replaced if it exists).
-        size: (height, width) of the frames, in pixels.
-        fps: frames per second of the video (60 / emulator frames per image).
-        container: ffmpeg's name of the file format ("mp4", "matroska", "mov").
+        path: replaced if it exists. size: (height, width) of the frames, in pixels.
+        fps: 60 / emulator frames per image. container: ffmpeg's format name ("mp4", "matroska", "mov").
     """
 
     def __init__(self, path: str, size, fps: Fraction, container: str):
