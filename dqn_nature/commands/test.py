@@ -40,8 +40,7 @@ def _open_outputs(stack: contextlib.ExitStack, gif_file, video, csv_file, per_im
     for writer in writers:
         stack.callback(writer.close)
     if csv_file:
-        fh = open_output(csv_file, "w", newline="")
-        rows = csv.writer(fh)
+        rows = csv.writer(open_output(csv_file, "w", newline=""))
         rows.writerow(["episode", "step", "action", "reward", *(f"q_{n}" for n in names)])
     return writers, rows
 
@@ -52,8 +51,7 @@ def _option(name: str, *aliases: str, **kwargs):
 
 
 _DEFAULTS = Config()
-# Options the network's run stored (its history's or snapshot's arguments) that dqn-test plays
-# with unless given: the network was trained to act on these.
+# The stored options of the network's run that dqn-test plays with unless given: it was trained on these.
 RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 
 
@@ -133,10 +131,8 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     merged = {**run, **given}
     # The stored options are checked on their own first, so that an error names their file;
     # with the game to be played, which build requires (a missing one is the user's to give).
-    checks = ((merged, ""),)
-    if merged.get("game"):
-        checks = (({**run, "game": merged["game"]}, f"{network}: "),) + checks
-    for values, source in checks:
+    checks = [({**run, "game": merged["game"]}, f"{network}: ")] if merged.get("game") else []
+    for values, source in [*checks, (merged, "")]:
         try:
             options = build(values)
         except ConfigError as e:
@@ -147,8 +143,7 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     except GameError as e:
         fail(f"{network}: {e}" if "game" in run else str(e))
     actions = env.get_actions()
-    misfit = network_misfit(state, options.game, len(actions))  # its hist_len is the network's
-    if misfit:
+    if misfit := network_misfit(state, options.game, len(actions)):  # its hist_len is the network's
         fail(f"{network}: {misfit}")
     if gif_file and os.path.splitext(gif_file)[1].lower() != ".gif":
         fail(f"--gif-file {gif_file}: use a .gif file")
@@ -161,8 +156,7 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     for option, path in (("--gif-file", gif_file), ("--video", video), ("--csv-file", csv_file)):
         if path is None:
             continue
-        problem = unwritable(path) if path else "give a file name"
-        if problem:
+        if problem := (unwritable(path) if path else "give a file name"):
             fail(f"cannot write {option} {path}: {problem}")
         real = os.path.realpath(path)
         if real in outputs:
