@@ -3,10 +3,7 @@ work of ``dqn-sweep``, ``commands/sweep.py``).
 
 Each run is ``dqn-train --game G --seed K --name OUT/G/seed<K>/NAME [options]`` in a subprocess
 (isolated torch threads and signals, the real command-line validation), with its output in
-``OUT/G/seed<K>/train.log``; the sweep's record is ``OUT/sweep.json``. Every game is checked
-before Ray starts, with dqn-train's check: its ROM, or only that ale-py knows the game where
-the runs go to a cluster (``--address``), whose workers may hold ``--game-path`` ROMs that this
-machine lacks.
+``OUT/G/seed<K>/train.log``; the sweep's record is ``OUT/sweep.json``.
 """
 from __future__ import annotations
 
@@ -44,17 +41,12 @@ def now() -> str:
 
 
 def train_run(arguments: list[str], checkpoint: str, log: str, cwd: str) -> dict:
-    """Run one ``dqn-train`` to its end; executed in a Ray worker (pickled by value, so the
-    worker does not import torch itself).
-
-    Args:
-        arguments: ``dqn-train`` options for a run from scratch.
-        checkpoint: ``<name>.ckpt``; when it exists, the run continues from it (``dqn-train
-            --resume <checkpoint> <arguments>``: dqn-train refuses a changed algorithm option,
-            and takes a new ``--steps``, ``--threads`` or ``--gpu``); else it starts afresh
-            (``--overwrite``).
-        log: file that receives stdout and stderr (appended to, one header line per attempt).
-        cwd: the sweep's working folder, used where it exists on the worker's machine.
+    """Run one ``dqn-train`` to its end, in a Ray worker (pickled by value, so the worker does
+    not import torch itself): with ``arguments`` (its options for a run from scratch) after
+    ``--resume <checkpoint>`` where the ``<name>.ckpt`` ``checkpoint`` exists (dqn-train refuses a
+    changed algorithm option, and takes a new ``--steps``, ``--threads`` or ``--gpu``), else after
+    ``--overwrite``; stdout and stderr appended to ``log``, a header line per attempt; in ``cwd``,
+    the sweep's working folder, where it exists on the worker's machine.
 
     Returns:
         ``exit_code`` (negative: killed by that signal; 127: dqn-train could not start),
@@ -115,8 +107,7 @@ def _copy_lines(stream, out, seen: dict) -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """Seeds from ``1-5``, ``1,3,7`` or both (``1-3,10``), in order, without repeats, as ints.
-    No Lua counterpart.
+    """Seeds from ``1-5``, ``1,3,7`` or both (``1-3,10``), in order, without repeats. No Lua counterpart.
 
     Raises:
         click.BadParameter: not of that form, a range whose end is below its start, a seed
@@ -161,8 +152,7 @@ class Run:
     steps: int = 0
     reward: float | None = None
     rate: float | None = None
-    log_size: int = dataclasses.field(default=0, repr=False)  # at submission: growth means started,
-    # and only what follows is about this attempt
+    log_size: int = dataclasses.field(default=0, repr=False)  # at submission: what follows is this attempt's
 
     @property
     def label(self) -> str:
@@ -323,11 +313,10 @@ def check_same_experiment(path: str, options: dict) -> None:
     unreadable record, or one from before options were recorded, passes."""
     from .config import ConfigError
 
-    try:
+    before = {}
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         with open(path) as fh:
             before = json.load(fh)["arguments"]["options"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return
     k = next((k for k in options if k in before and before[k] != options[k]), None)
     if k is not None:
         raise ConfigError(f"{path} is a sweep with {k}={before[k]!r}, not {options[k]!r}: "
@@ -338,15 +327,13 @@ def previous_finished(path: str, arguments: dict) -> set[tuple[str, int]]:
     """(game, seed) of the runs that a previous sweep.json with the same ``--name`` and
     training arguments records as finished; an unreadable record counts as none. No Lua
     counterpart (DQN 3.0 had no sweeps)."""
-    try:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         with open(path) as fh:
             record = json.load(fh)
         before = record["arguments"]
-        if (before["name"], before["train_args"]) != (arguments["name"], arguments["train_args"]):
-            return set()
-        return {(r["game"], r["seed"]) for r in record["runs"] if r["state"] in ("finished", "skipped")}
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
+        if (before["name"], before["train_args"]) == (arguments["name"], arguments["train_args"]):
+            return {(r["game"], r["seed"]) for r in record["runs"] if r["state"] in ("finished", "skipped")}
+    return set()
 
 
 def reach_hint() -> str:
@@ -362,12 +349,9 @@ def reach_hint() -> str:
 
 def start_ray(address: str | None):
     """``ray.init`` on a local embedded instance (all CPUs of this machine) or at ``address``.
-
-    Raises ``ConnectionError`` at once when ``address`` names a host and port (``host:port``
-    or ``ray://host:port``) that does not accept a connection within ``CONNECT_SECONDS``:
-    Ray itself would retry for minutes, printing warnings. Raises ``ConnectionError`` with
-    ``reach_hint()`` when Ray cannot connect to an address other than ``auto``.
-    """
+    Raises ConnectionError at once where ``address`` is a ``host:port`` (or ``ray://host:port``) that
+    accepts no connection within ``CONNECT_SECONDS`` (Ray would retry for minutes, printing warnings),
+    and with ``reach_hint()`` where Ray cannot connect to an address other than ``auto``."""
     import logging
 
     host, colon, port = (address or "").removeprefix("ray://").rpartition(":")

@@ -82,7 +82,8 @@ def sweep_command(ctx, games, seeds, out, preset, name, address, cpus_per_run, g
             raise click.BadParameter(f"{name!r}: give a file base name, without a folder or suffix (each run's "
                                      "files are OUT/<game>/seed<k>/NAME.h5 and .ckpt)", param_hint="--name")
         forwarded, config = sweep.train_arguments(ctx.args, game_list[0], preset, cpus_per_run, gpus_per_run)
-        for game in game_list:  # on a cluster, only the name: see the module's docstring
+        # On a cluster, only that ale-py knows it: workers may hold --game-path ROMs this machine lacks.
+        for game in game_list:
             rom_path(game, None if address else config.game_path)
         options = sweep.fixed_options(config)
         sweep.check_same_experiment(record_path, options)
