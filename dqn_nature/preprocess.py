@@ -15,12 +15,11 @@ LUMINANCE = (np.float32(0.299), np.float32(0.587), np.float32(0.114))
 
 @lru_cache(maxsize=None)
 def shrink_plan(n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """How Torch7's ``image.scale`` shrinks a line of ``n_in`` cells to ``n_out`` (the shrink
-    branch of ``Main_scaleLinear_rowcol``): each output cell averages the source cells it
-    covers, the partly covered end cells weighted by their covered fraction. The cell bounds
-    are float32 multiples of float32 ``n_in / n_out``, so a weight can differ from the exact
-    fraction (at 160 -> 84, source 158 has weight 0.0952454 in output 82, not 2/21 = 0.0952381:
-    0.0500036 of the average, not 0.05).
+    """How Torch7's ``image.scale`` shrinks a line of ``n_in`` cells to ``n_out`` (the shrink branch of
+    ``Main_scaleLinear_rowcol``): each output cell averages the source cells it covers, the partly
+    covered end cells weighted by their covered fraction. The cell bounds are float32 multiples of
+    float32 ``n_in / n_out``, so a weight can differ from the exact fraction (at 160 -> 84, source
+    158 has weight 0.0952454 in output 82, not 2/21 = 0.0952381).
 
     Returns:
         ``(index, weight, count)``: int64 and float32 (K, n_out), the source cell and weight of
@@ -65,15 +64,9 @@ def _shrink_rows(y: np.ndarray, n_out: int) -> np.ndarray:
 
 
 def scale_y(screen: np.ndarray) -> np.ndarray:
-    """Preprocess one pooled screen (``net_downsample_2x_full_y``: ``nn.Scale``'s forward,
-    ``image.rgb2y`` then ``image.scale`` to 84x84, rows first, then columns), bit for bit
-    as Torch7 computes it in float32.
-
-    Args:
-        screen: float32 (H, W, 3) RGB in [0, 1], normally (210, 160, 3).
-
-    Returns:
-        float32 (84 * 84,) = (7056,) luminance in [0, 1], row-major.
+    """Preprocess one pooled ``screen``, float32 (H, W, 3) RGB in [0, 1], normally (210, 160, 3), into
+    float32 (7056,) luminance in [0, 1], 84x84 row-major, bit for bit as Torch7 computes it
+    (``net_downsample_2x_full_y``: ``nn.Scale``'s ``image.rgb2y`` then ``image.scale``, rows first).
     """
     r, g, b = LUMINANCE
     y = r * screen[..., 0]
@@ -83,14 +76,12 @@ def scale_y(screen: np.ndarray) -> np.ndarray:
 
 
 def to_bytes(state: np.ndarray) -> np.ndarray:
-    """Store a preprocessed state as the Lua does: uint8 ``trunc(255 * y)``, same shape
-    (``TransitionTable:add_recent_state``'s ``s:clone():float():mul(255):byte()``); a uint8
-    state is stored already and returned as it is."""
+    """A preprocessed state as the Lua stores it: uint8 ``trunc(255 * y)``, same shape
+    (``TransitionTable:add_recent_state``'s ``s:clone():float():mul(255):byte()``); uint8 returned as is."""
     return state if state.dtype == np.uint8 else (state * np.float32(255)).astype(np.uint8)
 
 
 def preprocess(screen: np.ndarray) -> np.ndarray:
-    """The state the agent stores, uint8 (7056,), from a pooled RGB screen, float32 (H, W, 3)
-    in [0, 1]: ``to_bytes(scale_y(screen))``. Ports ``NeuralQLearner:preprocess`` with
-    ``TransitionTable:add_recent_state``'s byte conversion."""
+    """The state the agent stores, uint8 (7056,), from a pooled screen as ``scale_y`` takes it. Ports
+    ``NeuralQLearner:preprocess`` with ``TransitionTable:add_recent_state``'s byte conversion."""
     return to_bytes(scale_y(screen))
