@@ -87,13 +87,9 @@ def _read_tensor(reader, version, dtype) -> np.ndarray:
 
 
 def _view(storage, size: list, stride: list, offset: int, dtype) -> np.ndarray:
-    """The tensor of ``size`` and ``stride`` (in values) from the 0-based ``offset`` of
-    ``storage`` as a view of it; an empty one where ``storage`` is None or ``size`` is [].
-
-    Raises:
-        ValueError: a storage that is not one, a negative size, stride or offset, or a
-            non-empty tensor that reaches beyond its storage (a damaged file).
-    """
+    """The tensor of ``size`` and ``stride`` (in values) from the 0-based ``offset`` of ``storage``
+    as a view of it (empty where ``storage`` is None or ``size`` is []); ValueError for a storage
+    that is not one, a negative number, or a non-empty tensor beyond its storage (a damaged file)."""
     if storage is None or not size:
         return np.empty(0, dtype)
     if not (isinstance(storage, np.ndarray) and storage.ndim == 1 and storage.flags.c_contiguous):
@@ -198,9 +194,7 @@ class _AsciiReader:
             return self.objects[index]
         if tag == 3:
             table = self.objects[index] = {}
-            for _ in range(self.read_int()):
-                key = self.read_obj()
-                table[key] = self.read_obj()
+            table.update((self.read_obj(), self.read_obj()) for _ in range(self.read_int()))
             if set(table) == set(range(1, len(table) + 1)):
                 self.objects[index] = [table[k] for k in range(1, len(table) + 1)]
             return self.objects[index]
@@ -251,14 +245,10 @@ def describe(obj) -> str:
 def network_state(model, where: str) -> dict:
     """The ``convnet_atari3`` ``state_dict`` of a DQN 3.0 ``nn.Sequential``.
 
-    Convolution weights are accepted 4-D (out, in, kh, kw), 2-D (out, in*kh*kw)
-    (``SpatialConvolutionMM``) and, for ``SpatialConvolutionCUDA``, (in, kh, kw, out).
-
-    Args:
-        model: the network as ``read_t7`` returns it. where: its name for messages.
-
-    Returns:
-        float32 tensors under ``ConvNetAtari3``'s names, checked to load into it.
+    ``model`` as ``read_t7`` returns it, ``where`` its name for messages. Convolution weights are
+    accepted 4-D (out, in, kh, kw), 2-D (out, in*kh*kw) (``SpatialConvolutionMM``) and, for
+    ``SpatialConvolutionCUDA``, (in, kh, kw, out). Returns float32 tensors under ``ConvNetAtari3``'s
+    names, checked to load into it.
 
     Raises:
         LegacyError: no list of layers, other layers, other kernel/stride/padding, or shapes
@@ -324,14 +314,10 @@ def _checked(state: dict, where: str) -> dict:
 def params_state(vector, where: str, n_actions: int | None = None, hist_len: int = 4,
                  cuda_conv: bool = False) -> dict:
     """The ``convnet_atari3`` ``state_dict`` (float32 tensors) of a flat parameter vector
-    (``saveNetworkParams``).
-
-    The vector holds each layer's weight then bias, input first, in Torch7's memory
-    order (``getParameters``); ``cuda_conv``: convolution weights in
-    ``SpatialConvolutionCUDA``'s (in, kh, kw, out) order (DeepMind's GPU network).
-
-    Args:
-        vector: float array (P,). n_actions: expected action count, None to infer it from P.
+    (``saveNetworkParams``): a float array (P,) holding each layer's weight then bias, input first,
+    in Torch7's memory order (``getParameters``); ``cuda_conv``: convolution weights in
+    ``SpatialConvolutionCUDA``'s (in, kh, kw, out) order (DeepMind's GPU network). ``n_actions``:
+    the expected action count, None to infer it from P.
 
     Raises:
         LegacyError: P does not fit convnet_atari3 with ``hist_len`` (and ``n_actions``).
@@ -346,11 +332,9 @@ def params_state(vector, where: str, n_actions: int | None = None, hist_len: int
         raise LegacyError(f"{where} has {flat.size} parameters; convnet_atari3 with hist_len {hist_len}"
                           f"{f' and {n_actions} actions' if n_actions else ''} has {want}")
     shapes["fc2.weight"], shapes["fc2.bias"] = (inferred, per_action - 1), (inferred,)
-    state, pos = {}, 0
-    for key, shape in shapes.items():
-        size = int(np.prod(shape))
-        value = flat[pos:pos + size]
-        pos += size
+    state = {}
+    values = np.split(flat, np.cumsum([int(np.prod(shape)) for shape in shapes.values()])[:-1])
+    for (key, shape), value in zip(shapes.items(), values):
         if cuda_conv and key.startswith("conv") and key.endswith("weight"):
             value = value.reshape(shape[1], shape[2], shape[3], shape[0]).transpose(3, 0, 1, 2)
         state[key] = torch.tensor(value.reshape(shape))
@@ -377,13 +361,12 @@ class Snapshot:
 
 
 def load_snapshot(path: str, data=None) -> Snapshot:
-    """Read ``<name>.t7`` as ``train_agent.lua`` saved it (``data``: its ``read_t7`` content
-    when already read).
+    """Read ``<name>.t7`` as ``train_agent.lua`` saved it (``data``: its ``read_t7`` content when read).
 
     Raises:
-        LegacyError: unreadable, not a snapshot (the message says what was found), histories
-            that are not lists of numbers or not one entry per evaluation (``time_history``
-            one more), arguments of the wrong type, or a network that is not convnet_atari3.
+        LegacyError: unreadable, not a snapshot, histories that are not lists of numbers or not one
+            entry per evaluation (``time_history`` one more), arguments of the wrong type, or a
+            network that is not convnet_atari3.
     """
     data = read_t7(path) if data is None else data
     if not isinstance(data, dict) or not isinstance(data.get("model"), TorchObject):
@@ -428,14 +411,9 @@ def whole_number(value, default: int, path: str, what: str) -> int:
 
 
 def _series(value, path: str, key: str) -> list:
-    """A Lua array of numbers as a list; holes (indices missing from a table, at most as
-    many as it holds) become NaN.
-
-    Raises:
-        LegacyError: not a list of numbers (a table missing more indices than it holds is
-            none: a damaged file), or for the counts (``reward_counts``, ``episode_counts``)
-            of whole numbers from 0 (the message names the entry).
-    """
+    """A Lua array of numbers as a list, holes (indices missing from a table, at most as many as it
+    holds) as NaN. LegacyError where it is not one, or for ``reward_counts`` and ``episode_counts``
+    not of whole numbers from 0."""
     if value is None:
         return []
     if isinstance(value, dict) and all(type(k) is int and k > 0 for k in value):
@@ -459,16 +437,14 @@ def _series(value, path: str, key: str) -> list:
 def convert_arguments(lua_args: dict, path: str) -> dict:
     """The Lua ``arguments`` table of the file ``path`` under ``config`` names.
 
-    ``agent_params`` is flattened into it (the top-level options win, as they are what
-    the Lua used); ``env`` becomes ``game``, ``pool_frms`` ``pool_type``/``pool_size``,
-    ``gpu`` the 0-based device (the Lua stores cutorch's 1-based one), ``''`` None;
-    values take their option's type, a Lua number for a boolean option meaning true
-    (Lua's truthiness). Options without a counterpart are kept under their Lua names,
-    nested tables as Lua table bodies.
+    ``agent_params`` is flattened into it (the top-level options win, as they are what the Lua
+    used); ``env`` becomes ``game``, ``pool_frms`` ``pool_type``/``pool_size``, ``gpu`` the 0-based
+    device (the Lua stores cutorch's 1-based one), ``''`` None; values take their option's type, a
+    Lua number for a boolean option meaning true (Lua's truthiness). Options without a counterpart
+    keep their Lua names, nested tables as Lua table bodies.
 
     Raises:
-        LegacyError: a key that is not a name, or a value of the wrong type (the message
-            names ``path`` and the option).
+        LegacyError: a key that is not a name, or a value of the wrong type.
     """
     agent = lua_args.get("agent_params")
     merged = {**(agent if isinstance(agent, dict) else {}),
@@ -495,12 +471,8 @@ def convert_arguments(lua_args: dict, path: str) -> dict:
 
 
 def _typed(f, value, path: str, key: str):
-    """``value`` of the option ``f`` (None: one without a counterpart) as its type; for a
-    boolean option, all but nil and false are true (Lua's truthiness).
-
-    Raises:
-        LegacyError: a value of another type (for ``f`` None, a Torch object).
-    """
+    """``value`` of the option ``f`` (None: one without a counterpart) as its type, LegacyError for
+    another type (for ``f`` None, a Torch object); a boolean is Lua's truthiness."""
     kind = field_type(f) if f else None
     if kind is bool:
         return value is not None and value is not False
@@ -539,13 +511,13 @@ def param_vector(data) -> np.ndarray | None:
 
 
 def load_t7_network(path: str, best: bool = False) -> tuple[dict, dict]:
-    """The network of a ``.t7`` snapshot (``best_model`` with ``best``), or of a
-    ``.params.t7`` vector (action count inferred from its length), as a ``state_dict``, and
-    the snapshot's options under ``config`` names (``convert_arguments``; {} for a vector).
+    """The network of a ``.t7`` snapshot (``best_model`` with ``best``), or of a ``.params.t7``
+    vector (action count inferred from its length), as a ``state_dict``, and the snapshot's
+    options under ``config`` names (``convert_arguments``; {} for a vector).
 
     Raises:
-        LegacyError: unreadable file, neither kind, no best_model, not convnet_atari3, or
-            arguments of the wrong type.
+        LegacyError: unreadable file, neither kind, no best_model, not convnet_atari3, or arguments
+            of the wrong type.
     """
     data = read_t7(path)
     vector = param_vector(data)
