@@ -38,11 +38,10 @@ def read_errors_as(error: type[Exception], prefix: str):
 
 
 def write_attrs(obj, values: dict) -> None:
-    """Set attributes of ``obj`` (an ``h5py`` file, group or dataset) from ``values``: None as
-    an empty string, strings as fixed-length UTF-8. h5py's default variable-length strings live
-    in the file's global heap, where a few damaged bytes can make HDF5 (2.0.0) loop forever;
-    fixed-length ones live in the object's header, under the checks that end in a one-line
-    error. No Lua counterpart (``torch.save`` wrote Lua tables).
+    """Set attributes of ``obj`` (an ``h5py`` file, group or dataset) from ``values``: None as an empty
+    string, strings as fixed-length UTF-8, which live in the object's header under the checks that end
+    in a one-line error (h5py's default variable-length strings live in the file's global heap, where a
+    few damaged bytes can make HDF5 2.0.0 loop forever). No Lua counterpart.
 
     Raises:
         TypeError: a value h5py cannot store as an attribute.
@@ -92,9 +91,8 @@ def h5_for_writing(path: str):
 
 
 def open_checked(path: str, fmt: str, kind: str, error: type[Exception]) -> h5py.File:
-    """``path`` open for reading (an ``h5py.File`` for the caller to close), an HDF5 file whose
-    ``format`` attribute is ``fmt`` (a dqn_nature ``kind`` file: "history", "checkpoint"). No
-    Lua counterpart (``torch.load``).
+    """``path`` open for reading (an ``h5py.File`` for the caller to close), an HDF5 file whose ``format``
+    attribute is ``fmt`` (a dqn_nature ``kind`` file: "history", "checkpoint"). No Lua counterpart.
 
     Raises:
         ``error``, one line naming ``path``: no such file, a folder, a pipe or device, not

@@ -44,7 +44,6 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
         history: every ``HISTORY_FIELDS`` key to a sequence of numbers.
         model, best_model: ``state_dict`` of the network and of the best network (or None).
         arguments: the resolved options (None values are stored as empty strings).
-        package_version: version of dqn_nature that wrote it.
         attrs: further root attributes (strings), such as a converted file's origin.
 
     Raises:
@@ -66,13 +65,10 @@ def save_history(path: str, *, game: str, steps: int, frames: int, history: dict
 
 @dataclasses.dataclass
 class History:
-    """A loaded history. Arrays have one entry per evaluation; ``time_history`` one more.
-
-    Attributes: ``path``, ``game``, ``steps`` (agent steps trained), ``frames`` (emulator
-    frames, steps x actrep), ``package_version``, the ``HISTORY_FIELDS`` arrays (1-D integers or
-    floats as the file stores them, ``HISTORY_FIELDS``' dtypes where ``save_history`` wrote it;
-    ``step_history`` in agent steps, ``time_history`` in seconds of training), ``arguments``
-    (dict), ``attrs`` (all root attributes).
+    """A loaded history: ``steps`` agent steps trained, ``frames`` = steps x actrep, ``attrs`` all
+    root attributes, and the ``HISTORY_FIELDS`` arrays, 1-D integers or floats as the file stores them
+    (``HISTORY_FIELDS``' dtypes where ``save_history`` wrote it), one entry per evaluation, ``time_history``
+    one more (seconds of training); ``step_history`` in agent steps.
     """
 
     path: str
@@ -159,9 +155,8 @@ def _missing_network_hint(f: h5py.File, which: str) -> str:
 
 
 def open_history(path: str) -> h5py.File:
-    """``path`` open for reading (an ``h5py.File`` for the caller to close), checked by
-    ``h5io.open_checked``. Raises HistoryError: no such file, not a regular file, not readable
-    as HDF5, or not a history."""
+    """``path`` open for reading (an ``h5py.File`` for the caller to close). Raises HistoryError: no such
+    file, not a regular file, not readable as HDF5, or not a history (``h5io.open_checked``)."""
     return open_checked(path, FORMAT, "history", HistoryError)
 
 
@@ -176,16 +171,14 @@ def load_history(path: str) -> History:
         attrs = {k: from_attr(v) for k, v in f.attrs.items()}
         if attrs.get("format_version") != FORMAT_VERSION:
             raise HistoryError(f"{path}: unsupported history format_version {attrs.get('format_version')!r}")
-        missing = [k for k in HISTORY_FIELDS if k not in f.get("history", {})]
-        if missing:
+        if missing := [k for k in HISTORY_FIELDS if k not in f.get("history", {})]:
             raise HistoryError(f"{path}: history is missing {', '.join(missing)}")
         arrays = {k: f["history"][k][()] for k in HISTORY_FIELDS}
         for key, values in arrays.items():
             if values.ndim != 1 or values.dtype.kind not in "iuf":
                 raise HistoryError(f"{path}: damaged history file ({key} is not a list of numbers)")
         n = len(arrays["step_history"])  # evaluations; time_history has one entry more
-        uneven = [k for k, v in arrays.items() if len(v) != n + (k == "time_history")]
-        if uneven:
+        if uneven := [k for k, v in arrays.items() if len(v) != n + (k == "time_history")]:
             raise HistoryError(f"{path}: damaged history file ({', '.join(uneven)}: not one entry per "
                                f"evaluation of step_history's {n})")
         if not isinstance(attrs.get("game"), str):
