@@ -40,10 +40,9 @@ def numbered_files(config, suffix: str = ".h5") -> list[tuple[int, str]]:
 
 
 def output_files(config) -> list[str]:
-    """The paths, existing or not, that a run under ``config`` writes and a folder there would
-    fail: its lock file, checkpoint and histories (``.params.h5`` too with
-    save_network_params); with save_versions, the numbered ones up to the run's last number
-    that exist already."""
+    """The paths, existing or not, that a run under ``config`` writes and a folder there would fail:
+    its lock file, checkpoint and histories (``.params.h5`` too with save_network_params); with
+    save_versions, the numbered ones up to the run's last number that exist already."""
     suffixes = (".h5", ".params.h5") if config.save_network_params else (".h5",)
     if config.save_versions:
         last = config.steps // config.save_versions
@@ -65,9 +64,8 @@ def output_folders(config) -> dict[str, str]:
 
 
 def resume_path(name: str) -> str:
-    """The checkpoint of ``--resume``: a ``.ckpt`` path, or the run's name or ``.h5`` history,
-    from which the run's ``.ckpt`` is named (``<name>.ckpt`` for a save_versions history
-    ``<name>_<k>.h5``)."""
+    """The checkpoint of ``--resume``: a ``.ckpt`` path, or the ``.ckpt`` of a run's name or ``.h5``
+    history (``<name>.ckpt`` for a save_versions history ``<name>_<k>.h5``)."""
     if name.endswith(".ckpt"):
         return name
     base = name.removesuffix(".h5")
@@ -78,11 +76,10 @@ def resume_path(name: str) -> str:
 
 
 def check_resources(config) -> None:
-    """Refuse, before anything is allocated or written, a game without a ROM, a ``--name`` too
-    long for the names of its files, a replay memory the machine cannot hold, an output folder
-    that cannot be written, a ``--csv-log`` or an output file that names a folder, a
-    ``--csv-log`` file of other columns, one of the run's own files or one too long a name for
-    its temporary, or ``--tensorboard`` without its package.
+    """Refuse, before anything is allocated or written, a game without a ROM, ``--tensorboard``
+    without its package, a ``--csv-log`` that is a folder, of other columns or one of the run's own
+    files, an output file that is a folder, file names too long, a replay memory the machine cannot
+    hold, or an output folder that cannot be written.
 
     Raises:
         environment.GameError, ConfigError.
@@ -148,32 +145,27 @@ def run_lock(name: str):
             os.remove(lock.lock_file)
 
 
-def continues_its_files(config, checkpoint: str | None) -> bool:
-    """Whether the run resumes ``checkpoint`` under its own name, continuing its files."""
-    own = config.name + ".ckpt"
-    return bool(checkpoint) and os.path.exists(own) and os.path.samefile(own, checkpoint)
-
-
 def check_earlier_run(config, checkpoint: str | None, overwrite: bool) -> list[str]:
-    """Refuse, unless ``overwrite``, to replace what an earlier run left: the run's files
-    (``<name>.h5``, ``<name>.ckpt``, numbered histories) for a fresh run or a resume under
-    another name; the ``--csv-log`` rows and ``--tensorboard`` scalars for a fresh run; and,
-    for a resume of ``checkpoint`` that continues its files, a history that another run
-    wrote (``history_mismatch``). Made while the run's lock is held. Returns warnings, one
-    line each: histories that have gone past the checkpoint, or that ``overwrite`` leaves.
+    """Refuse, unless ``overwrite``, to replace what an earlier run left: the run's files (``<name>.h5``,
+    ``<name>.ckpt``, numbered histories) for a fresh run or a resume under another name; the
+    ``--csv-log`` rows and ``--tensorboard`` scalars for a fresh run; for a resume of ``checkpoint``
+    that continues its files, a history another run wrote (``history_mismatch``). Made under the
+    run's lock. Returns one-line warnings: histories past the checkpoint, or that ``overwrite`` leaves.
 
     Raises:
         ConfigError: naming the file and how to go on.
     """
     numbered = [path for _, path in numbered_files(config)]  # <name>_<k>.h5, in order of k
-    if overwrite and numbered and not continues_its_files(config, checkpoint):
+    own = config.name + ".ckpt"
+    continues = bool(checkpoint) and os.path.exists(own) and os.path.samefile(own, checkpoint)
+    if overwrite and numbered and not continues:
         listed = numbered[0] if len(numbered) == 1 else f"{numbered[0]} ... {numbered[-1]}, {len(numbered)} files"
         return [f"warning: the earlier run's numbered histories ({listed}) stay until this run writes the same "
                 "numbers: --overwrite replaces files as they are written"]
     if overwrite:
         return []
     histories = [config.name + ".h5", *numbered]
-    if continues_its_files(config, checkpoint):
+    if continues:
         warnings = []
         for path in filter(os.path.isfile, histories):
             problem, ahead = history_mismatch(path, checkpoint)
@@ -184,12 +176,12 @@ def check_earlier_run(config, checkpoint: str | None, overwrite: bool) -> list[s
                 warnings.append(f"warning: {path} has gone on to step {ahead}, past the checkpoint's: the resumed "
                                 "run makes its later evaluations again")
         return warnings
-    existing = next(filter(os.path.isfile, [histories[0], config.name + ".ckpt", *histories[1:]]), None)
+    existing = next(filter(os.path.isfile, [histories[0], own, *histories[1:]]), None)
     if existing and checkpoint:
         raise ConfigError(f"{existing} exists, from another run than {checkpoint}: replace it with --overwrite, "
                           "or choose another --name")
     if existing:
-        resumable = f"continue it with --resume {config.name}, " if os.path.isfile(config.name + ".ckpt") else ""
+        resumable = f"continue it with --resume {config.name}, " if os.path.isfile(own) else ""
         raise ConfigError(f"{existing} exists, from an earlier run: {resumable}replace it with --overwrite, "
                           "or choose another --name")
     if not checkpoint and (log := earlier_records(config.csv_log, config.tensorboard)):
