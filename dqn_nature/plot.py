@@ -1,13 +1,7 @@
-"""Training curves in the style of Figure 2 of Mnih et al. (Nature 2015), for ``dqn-plot``.
-
-Two panels per game against training frames, agent steps or epochs: the average score per
-evaluation episode (``score_history``: ``reward_history`` where an episode finished) and the
-average predicted action value on the held-out validation set (``v_history``). Several games
-draw side by side, a column each, as the paper's figure does. Seeds of one configuration draw
-as a mean line with a band; the paper's score, the random and human scores and reference
-curves (``scores.read_curves``, such as Dopamine's DQN) can be drawn for comparison. No Lua
-counterpart.
-"""
+"""Training curves in the style of Figure 2 of Mnih et al. (Nature 2015), for ``dqn-plot``: per game,
+the average score per evaluation episode (``score_history``) and the average predicted action value on
+the held-out validation set (``v_history``), against training frames, agent steps or epochs. No Lua
+counterpart."""
 from __future__ import annotations
 
 import io
@@ -69,9 +63,8 @@ def x_values(run, steps: np.ndarray, x: str) -> np.ndarray:
     if x == "frames":
         return steps * run.actrep
     a = run.arguments
-    updates = np.maximum(0.0, steps - (a.get("learn_start") or 0)) / (a.get("update_freq") or 1) * (
-        a.get("n_replay") or 1)
-    return updates / UPDATES_PER_EPOCH
+    updates = np.maximum(0.0, steps - (a.get("learn_start") or 0)) / (a.get("update_freq") or 1)
+    return updates * (a.get("n_replay") or 1) / UPDATES_PER_EPOCH
 
 
 def seed_curves(run_set, field: str, x: str):
@@ -130,9 +123,8 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
               dpi: int = 100, note=lambda message: None) -> None:
     """Draw the Figure-2 panels of the histories ``paths`` and write ``output``.
 
-    One game gives two panels side by side (score, value), ``FIGSIZE``; several games give a
-    column of the two panels per game, up to ``MAX_COLUMNS`` columns a row, ``GAME_SIZE`` per
-    game. The legend sits below the panels, one entry per label.
+    One game: two panels side by side (score, value), ``FIGSIZE``; several games: a column of the
+    two per game, ``MAX_COLUMNS`` a row, ``GAME_SIZE`` each. The legend is below, an entry per label.
 
     Args:
         paths: history files or folders (see ``runs.load_runs``; a file in a folder that is
@@ -140,7 +132,6 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
         output: ``.png``, ``.svg`` or ``.pdf`` path, written atomically.
         x: ``"frames"``, ``"steps"`` or ``"epochs"``.
         band: ``"minmax"`` or ``"std"`` (mean +- one standard deviation over seeds).
-        show_random_human: also draw the random and human scores.
         reference_curves: curves for ``scores.read_curves`` ("dopamine" or a CSV path): a grey
             min-max band over their runs, up to their first point at or after the runs' last
             evaluation; in epochs at the paper's 800,000 frames per epoch.
@@ -165,8 +156,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
     fmt = FORMATS.get(os.path.splitext(output)[1].lower())
     if fmt is None:
         raise PlotError(f"{output}: unknown figure type; use a .png, .svg or .pdf suffix")
-    problem = unwritable(output)
-    if problem:
+    if problem := unwritable(output):
         raise PlotError(f"cannot write {output}: {problem}")
     paths = list(paths)
     if os.path.realpath(output) in map(os.path.realpath, history_paths(paths)):  # a link to one too
@@ -209,9 +199,11 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
                 for handle, text in zip(*ax.get_legend_handles_labels()):
                     legend[text] = legend.get(text) or handle
         legend = {text: handle for text, handle in legend.items() if handle}  # runs without evaluation: none
-        if legend:
+        if legend:  # in as many columns as fit the figure's width
+            longest = max(len(line) for text in legend for line in text.splitlines())
+            columns = max(1, min(len(legend), int(fig.get_figwidth() // (0.6 + 0.07 * longest))))
             fig.legend(legend.values(), legend.keys(), loc="outside lower center", fontsize="small",
-                       ncols=_legend_columns(legend, fig.get_figwidth()), frameon=False)
+                       ncols=columns, frameon=False)
         if title or len(games) == 1:
             fig.suptitle(printable(title) if title else display_name(games[0]))
         image = io.BytesIO()  # drawn in memory: a full disk then fails our write, not matplotlib's PDF writer
@@ -222,8 +214,7 @@ def plot_runs(paths, output: str, x: str = "frames", band: str = "minmax", show_
 
 
 def _figure(plt, games: list, x: str, dpi: int):
-    """The figure and, per game, its (score, value) axes, titled and labelled; several games
-    draw as a column each."""
+    """The figure and, per game, its (score, value) axes, titled and labelled."""
     if len(games) == 1:
         fig, (ax_score, ax_value) = plt.subplots(1, 2, sharex=True, figsize=FIGSIZE, dpi=dpi, layout="constrained")
         ax_score.set(title=SCORE_LABEL, ylabel=SCORE_LABEL, xlabel=X_LABELS[x])
@@ -287,9 +278,8 @@ def _draw_game(ax_score, ax_value, game: str, sets, colours: dict, *, x: str, ba
 
 
 def _draw_nature(ax, ref, nature: bool | None, one_game: bool) -> None:
-    """The Nature DQN score of ``ref`` as a dashed line, its standard deviation hatched, where
-    ``nature`` asks for it (None: where it lies within the range of the data drawn in ``ax``,
-    without widening the axis for the hatching)."""
+    """Draw the Nature DQN score of ``ref`` into ``ax`` where ``nature`` asks for it (see ``plot_runs``),
+    without widening the axis for the hatching."""
     mean, std = ref.nature_mean, ref.nature_std
     if nature is False or mean is None:
         return
@@ -303,9 +293,3 @@ def _draw_nature(ax, ref, nature: bool | None, one_game: bool) -> None:
         ax.axhspan(mean - std, mean + std, facecolor="none", edgecolor="black", alpha=0.25, hatch="//", linewidth=0)
     if nature is None:
         ax.set_ylim(limits)
-
-
-def _legend_columns(entries, width: float) -> int:
-    """Columns of a legend of ``entries`` (texts) that fit a figure ``width`` inches wide."""
-    longest = max(len(line) for text in entries for line in text.splitlines())
-    return max(1, min(len(entries), int(width // (0.6 + 0.07 * longest))))
