@@ -31,8 +31,7 @@ def report_rows(run_sets) -> list:
     finished an episode (``History.score_history``). ``best``: the highest score of any seed.
     ``last``: the mean over seeds of each seed's last score (``last_std`` their standard
     deviation, ddof 0, with two seeds or more); seeds without a score are left out.
-    ``human_normalised`` = 100 (last - random) / (human - random) and ``dqn_normalised`` =
-    100 (last - random) / (Nature DQN - random), both of ``last``.
+    ``human_normalised`` and ``dqn_normalised``: those of ``scores``, of ``last``.
     """
     rows = []
     for s in run_sets:
@@ -75,12 +74,11 @@ def _json_value(value):
 
 
 def format_rows(rows, fmt: str, columns: dict = COLUMNS, text_columns=("game", "config")) -> str:
-    """``rows`` (dicts with the keys of ``columns``, which maps keys to headers), by default
-    those of ``report_rows``, as ``text`` (aligned), ``markdown``, ``csv`` or ``json``;
-    ``text_columns`` are aligned left, the others right.
-
-    CSV and JSON use the column keys and unrounded numbers (blank / null where unknown, NaN
-    included; infinity is inf in CSV, null in JSON). Markdown escapes ``|`` in cells as ``\\|``.
+    """``rows`` (dicts with the keys of ``columns``, which maps keys to headers; by default those of
+    ``report_rows``) as ``text`` (aligned), ``markdown``, ``csv`` or ``json``; in text and Markdown,
+    ``text_columns`` are aligned left, the others right. CSV and JSON use the column keys and unrounded
+    numbers (blank / null where unknown, NaN included; infinity is inf in CSV, null in JSON). Markdown
+    escapes ``|`` in cells as ``\\|``.
     """
     if fmt == "json":
         return json.dumps([{k: _json_value(row[k]) for k in columns} for row in rows], indent=2, allow_nan=False)
@@ -112,9 +110,8 @@ class ReportError(ValueError):
 
 
 def score_at(run, frames: int) -> float | None:
-    """The evaluation score of ``run`` (a ``History``) at ``frames`` training frames: its
-    ``score_history`` where ``frame_history`` equals ``frames``; None where it has no evaluation
-    there or that evaluation finished no episode."""
+    """The ``score_history`` of ``run`` (a ``History``) where its ``frame_history`` is ``frames``; None
+    where it has no evaluation at those training frames or that evaluation finished no episode."""
     found = np.flatnonzero(run.frame_history == frames)
     if not len(found) or np.isnan(run.score_history[found[-1]]):
         return None
@@ -128,10 +125,9 @@ def aggregate(run_sets, frames: int = AGGREGATE_FRAMES, reps: int = 10_000, note
     ``get_interval_estimates``, percentile method, ``reps`` resamples with a fixed seed).
 
     A run's score is its evaluation at ``frames`` (``score_at``); a run without one is left out.
-    The scores form a runs x games matrix of ``100 (score - random) / (human - random)``: where
-    games have different numbers of runs, each keeps the first as many as the game with the
-    fewest has. Dopamine's runs give the mean training return of the 1,000,000-frame iteration
-    that ends at ``frames``. Each thing left out is passed to ``note`` as one line.
+    Scores are ``100 (score - random) / (human - random)``; where games have different numbers of
+    runs, each keeps its first n, n the fewest of any game. Dopamine's runs give the mean training return
+    of the 1,000,000-frame iteration that ends at ``frames``. Each thing left out goes to ``note``.
 
     Returns:
         One dict per metric of ``METRICS``: ``metric``, ``frames``, ``games`` (the games' ids),
@@ -170,16 +166,14 @@ def aggregate(run_sets, frames: int = AGGREGATE_FRAMES, reps: int = 10_000, note
     games = sorted(scores)
     curves = read_curves(REFERENCE)
     dopamine = {game: curves.points.get(game, {}).get(float(frames), []) for game in games}
-    lacking = [game for game, values in dopamine.items() if not values]
-    if lacking:
+    if lacking := [game for game, values in dopamine.items() if not values]:
         note(f"{curves.label} has no curves of {', '.join(lacking)} at {frames:,} frames; its column is left blank")
 
     def estimates(matrix: np.ndarray) -> list:
         """(point estimate, CI low, CI high) of each of ``METRICS`` over the runs x games ``matrix``."""
         def measure(m):
             return np.array([metrics.aggregate_median(m), metrics.aggregate_iqm(m), metrics.aggregate_mean(m)])
-        # rliable draws its resamples from NumPy's global generator: seeded here for a
-        # reproducible report, and restored after.
+        # rliable resamples with NumPy's global generator: seeded for a reproducible report, then restored.
         state = np.random.get_state()
         np.random.seed(0)
         try:

@@ -32,9 +32,8 @@ class RunSet:
     label: str = ""
 
     def notes(self) -> list[str]:
-        """One-line notes (none, one or two) on what reports and plots of the set should say:
-        evaluations that finished no episode (their recorded 0 is not a score, and is left out),
-        and runs that share a seed (each still counts as a seed; on a CPU they are one run twice)."""
+        """One-line notes for reports and plots of the set: evaluations that finished no episode
+        (their recorded 0 is left out), and runs that share a seed (on a CPU, one run twice)."""
         notes = []
         unscored = sum(int((r.episode_counts == 0).sum()) for r in self.runs)
         if unscored:
@@ -95,10 +94,9 @@ def load_runs(paths, skip=None) -> list:
     """Load histories (files, or folders searched by ``history_paths``) grouped into ``RunSet``s
     by game and configuration, in order of first appearance. No Lua counterpart.
 
-    A run's ``--save-versions`` snapshots count once, by the one of most steps. Labels are the
-    file names (their common prefix for several seeds); when a game has several
-    configurations, the arguments in which they differ are added, e.g. ``pong_fast [update_freq=1]``
-    (the first ``LABEL_ARGUMENTS`` in alphabetical order, then how many more).
+    A run's ``--save-versions`` snapshots count once, by the one of most steps. Labels: the file names
+    (their common prefix for several seeds) and, where a game has several configurations, the first
+    ``LABEL_ARGUMENTS`` arguments they differ in, alphabetically, e.g. ``pong_fast [update_freq=1]``.
 
     Args:
         skip: if given, a file found in a folder that is not a readable history is left out
@@ -119,8 +117,7 @@ def load_runs(paths, skip=None) -> list:
             skip(str(e))
             continue
         config = {k: v for k, v in sorted(h.arguments.items()) if k not in RUN_ONLY_ARGUMENTS}
-        key = (h.game, repr(config))
-        sets.setdefault(key, RunSet(h.game, config, [])).runs.append(h)
+        sets.setdefault((h.game, repr(config)), RunSet(h.game, config, [])).runs.append(h)
     if not sets:
         raise HistoryError(f"no readable history in {', '.join(map(str, paths))}")
     result = list(sets.values())
