@@ -1,8 +1,5 @@
-"""The Atari environment with alewrap's semantics, on ale-py.
-
-Ports ``alewrap/GameEnvironment.lua`` (``GameEnvironment``), ``GameScreen.lua``
-(``GameScreen``) and the ROM loading of ``AleEnv.lua``. One *frame* is one
-emulator frame; one agent *step* is ``actrep`` frames.
+"""The Atari environment with alewrap's semantics, on ale-py: ports ``alewrap/GameEnvironment.lua``,
+``GameScreen.lua`` and the ROM loading of ``AleEnv.lua``. One agent *step* is ``actrep`` emulator frames.
 """
 from __future__ import annotations
 
@@ -28,13 +25,11 @@ class GameError(ValueError):
 
 def rom_path(game: str, game_path: str | None = None) -> str:
     """Path of the ROM for ``game`` (an ale-py ROM id such as ``"pong"``): ``<game_path>/<game>.bin``
-    where the folder ``game_path`` (as the Lua ``-game_path roms/``) holds it, else the ROM that
-    ale-py ships (``GameEnvironment`` warns where the folder lacks it).
+    where the folder ``game_path`` (the Lua ``-game_path``) holds it, else the ROM that ale-py ships.
 
     Raises:
-        GameError: the folder holds a file that is not ``game``'s ROM as ALE knows it by its MD5
-            (the emulator would hang or play another game), or ale-py knows no such game (the
-            message lists the close ROM ids).
+        GameError: ale-py knows no such game (the message lists close ROM ids), or the folder's file
+            is not ``game``'s ROM by its MD5 (the emulator would hang or play another game).
     """
     ids = roms.get_all_rom_ids()
     if game not in ids:
@@ -53,8 +48,8 @@ def rom_path(game: str, game_path: str | None = None) -> str:
 
 
 def _as_rom_id(name: str) -> str:
-    """A Gym/ALE environment id or another spelling of a game in ROM-id form:
-    ``ALE/SpaceInvaders-v5``, ``PongNoFrameskip-v4``, ``PONG`` -> ``space_invaders``, ``pong``."""
+    """A game's name in ROM-id form: ``ALE/SpaceInvaders-v5``, ``PongNoFrameskip-v4``, ``PONG`` ->
+    ``space_invaders``, ``pong``."""
     name = re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", name.rsplit("/", 1)[-1])
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("-", "_")
 
@@ -86,15 +81,14 @@ class GameScreen:
         self.count = 0
 
     def paint_buffer(self) -> np.ndarray:
-        """The uint8 slot the next frame is to be written into, then counted as painted
-        (``GameScreen:paint``, the caller writing the frame)."""
+        """The uint8 slot the caller writes the next frame into, counted as painted (``GameScreen:paint``)."""
         slot = self.frames[self.count % self.size]
         self.count += 1
         return slot
 
     def grab(self) -> np.ndarray:
-        """Pooled screen over the frames painted since ``clear()``, at least one
-        (``GameScreen:grab``): float32 (210, 160, 3) in [0, 1]."""
+        """The frames painted since ``clear()``, at least one, pooled (``GameScreen:grab``): float32
+        (210, 160, 3) in [0, 1]."""
         painted = self.frames[: min(self.count, self.size)]
         if self.pool_type == "max":
             pooled = painted.max(axis=0) if len(painted) > 1 else painted[0]
@@ -106,16 +100,10 @@ class GameScreen:
 
 
 class GameEnvironment:
-    """alewrap's ``GameEnvironment`` on ale-py: deterministic ALE, minimal action set, RGB.
-
-    Args:
-        game: ale-py ROM id (``"pong"``, ``"breakout"``, ``"space_invaders"``...).
-        game_path: optional folder of ``<game>.bin`` files that takes precedence; where it
-            lacks the game's, ale-py's ROM is played, with a warning (``UserWarning``).
-        actrep: frames per agent step (the action is repeated).
-        random_starts: ``next_random_game()`` plays 1..random_starts no-op frames.
-        pool_size, pool_type: frames pooled into one screen, ``"max"`` or ``"mean"``.
-        seed: seeds the ALE and the generator of random actions and start lengths.
+    """alewrap's ``GameEnvironment`` on ale-py (deterministic ALE, minimal action set, RGB) for ``game``,
+    an ale-py ROM id. ``game_path``: a folder of ``<game>.bin`` ROMs that takes precedence (a
+    ``UserWarning`` where it lacks the game's); ``actrep``: frames per agent step; ``pool_size``,
+    ``pool_type``: see ``GameScreen``; ``seed`` seeds the ALE, the random actions and start lengths.
 
     Raises:
         GameError: unknown game, missing ROM or another game's, or a pool beyond memory.

@@ -17,16 +17,14 @@ def os_reason(e: OSError) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with the bytes that are not UTF-8 (held as surrogates, as Python holds them in
-    file names and command-line arguments) as U+FFFD: text that can be drawn, printed or stored
-    in HDF5."""
+    """``text`` with the bytes that are not UTF-8 (surrogates in file names and command-line arguments)
+    as U+FFFD: text that can be drawn, printed or stored in HDF5."""
     return os.fsencode(text).decode(errors="replace")
 
 
 def creation_problem(folder: str) -> str | None:
-    """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A
-    real attempt, with a temporary file that is removed at once: ``os.access`` says yes to
-    root even on /proc or /sys. No Lua counterpart."""
+    """Why a file cannot be created in the existing ``folder`` (``os_reason``), or None. A real attempt:
+    ``os.access`` says yes to root even on /proc or /sys. No Lua counterpart."""
     try:
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
@@ -45,19 +43,17 @@ def _alive(pid: int) -> bool:
 
 
 def written_in_place(path: str) -> bool:
-    """Whether ``atomic_path`` writes ``path`` directly: an existing device, pipe or other
-    non-regular file, or any path under /dev or /proc. ``/dev/stdout`` redirected to a file
-    is such a path: replacing that file would drop what the shell writes to it besides. No Lua
-    counterpart."""
+    """Whether ``atomic_path`` writes ``path`` directly: an existing non-regular file (device, pipe), or
+    any path under /dev or /proc, such as ``/dev/stdout`` redirected to a file: replacing that file
+    would drop what the shell writes to it besides. No Lua counterpart."""
     return os.path.abspath(path).startswith(("/dev/", "/proc/")) or (
         os.path.exists(path) and not os.path.isfile(path))
 
 
 def standard_stream(path: str):
-    """``sys.stdout`` or ``sys.stderr``, flushed, when ``path`` names its file (``/dev/stdout``,
-    or the file or pipe the stream is redirected to), else None. Such a path is to be written
-    through the stream: a file opened anew has its own offset and would write over the lines
-    printed. No Lua counterpart."""
+    """``sys.stdout`` or ``sys.stderr``, flushed, when ``path`` names its file (``/dev/stdout``, or where
+    it is redirected), else None: to be written through, as a file opened anew has its own offset and
+    would write over the lines printed. No Lua counterpart."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # ValueError: no file descriptor (io's)
             if os.path.samestat(os.stat(path), os.fstat(stream.fileno())):
@@ -67,9 +63,8 @@ def standard_stream(path: str):
 
 
 def unwritable(path: str) -> str | None:
-    """Why the output file ``path`` cannot be written, checked before the work that makes it
-    (a folder, no such folder, one where no file can be created: ``creation_problem``),
-    or None. No Lua counterpart."""
+    """Why the output file ``path`` cannot be written (a folder, no such folder, one where no file can
+    be created), checked before the work that makes it, or None. No Lua counterpart."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         return "it is a folder"
@@ -83,14 +78,11 @@ def unwritable(path: str) -> str | None:
 
 @contextlib.contextmanager
 def atomic_path(path: str):
-    """Yield a temporary path ``.<name>.tmp<pid>`` beside ``path``; on success it is fsynced
-    and renamed to ``path``.
-
-    A failure leaves any previous ``path`` untouched and removes the temporary. A kill leaves
-    the temporary behind; the next write of ``path`` removes those of processes that no
-    longer exist. A symbolic link is followed (the file it names is replaced); a path that is
-    ``written_in_place`` (``/dev/stdout``) is yielded as it is. Raises what writing raised
-    (``OSError`` on a full disk). No Lua counterpart (``torch.save`` wrote in place).
+    """Yield a temporary path ``.<name>.tmp<pid>`` beside ``path``; on success it is fsynced and
+    renamed to ``path``. A failure leaves any previous ``path`` untouched and removes the temporary;
+    the next write of ``path`` removes those of killed processes. A symbolic link is followed; a path
+    ``written_in_place`` (``/dev/stdout``) is yielded as it is. Raises what writing raised (``OSError``
+    on a full disk). No Lua counterpart (``torch.save`` wrote in place).
     """
     if written_in_place(path):
         yield path
@@ -122,12 +114,10 @@ def atomic_path(path: str):
 
 
 def append_csv_row(path: str, row: dict, first: bool) -> None:
-    """Append ``row`` to the CSV file ``path``, after a header from its keys when the file is
-    new or empty. A regular file is rewritten atomically, so a kill never leaves a partial row,
-    and the row starts a line of its own even after a last line without its newline. A
-    ``standard_stream`` or a path ``written_in_place`` cannot be read back or replaced: the
-    row is written to it, after the header when it is the process's ``first``. No Lua
-    counterpart."""
+    """Append ``row`` to the CSV file ``path``, after a header from its keys when the file is new or
+    empty. A regular file is rewritten atomically (a kill never leaves a partial row), the row on a
+    line of its own. A ``standard_stream`` or a path ``written_in_place`` is written to, after the
+    header when it is the process's ``first`` row. No Lua counterpart."""
     stream = standard_stream(path)
     in_place = stream is not None or written_in_place(path)
     existing = Path(path).read_bytes() if not in_place and os.path.exists(path) else b""
