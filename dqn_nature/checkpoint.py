@@ -61,10 +61,9 @@ def save_checkpoint(path: str, trainer, replay: bool = False, compress: bool = F
             n = t.num_entries
             for name in ("s", "a", "r", "t"):
                 array = getattr(t, name)[:n]  # a view of the filled rows
-                ds = group.create_dataset(name, shape=array.shape, dtype=array.dtype,
+                ds = group.create_dataset(name, shape=array.shape, dtype=array.dtype, fletcher32=True,
                                           chunks=(min(1024, n),) + array.shape[1:] if n else None,
-                                          compression="gzip" if compress else None,
-                                          compression_opts=1 if compress else None, fletcher32=True)
+                                          compression=1 if compress else None)  # 1: gzip level 1
                 for start in range(0, n, CHUNK_ROWS):
                     ds[start:start + CHUNK_ROWS] = array[start:start + CHUNK_ROWS]
 

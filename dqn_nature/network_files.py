@@ -55,21 +55,17 @@ def load_network_params(path: str) -> tuple[np.ndarray, int]:
 
 
 def load_network(path: str, best: bool = False, only: Callable[[str], None] | None = None) -> tuple[dict, dict]:
-    """The ``convnet_atari3`` ``state_dict`` stored in ``path`` (the Lua ``-network`` flag)
-    and the options of the run that trained it.
+    """``(state, arguments)``: the ``convnet_atari3`` ``state_dict`` stored in ``path`` (the Lua
+    ``-network`` flag), float32 tensors (actions: ``state["fc2.weight"].shape[0]``, hist_len:
+    ``state["conv1.weight"].shape[1]``), and the options of the run that trained it under ``config``
+    names ({} for a vector).
 
     Args:
-        path: a ``.h5`` history, a ``.params.h5`` vector (``--save-network-params``), a DQN
-            3.0 ``.t7`` snapshot or a ``.params.t7`` vector.
+        path: a ``.h5`` history, a ``.params.h5`` vector, a DQN 3.0 ``.t7`` snapshot or ``.params.t7`` vector.
         best: take the best evaluated network (``best_model``) instead of the last one.
         only: if given, a history holding only the other network (a ``dqn-slim`` copy, a run
             before its first evaluation) gives that one, after calling ``only`` with its name;
             without it (dqn-train, whose arguments record ``best``), such a history raises.
-
-    Returns:
-        ``(state, arguments)``: float32 tensors under ``ConvNetAtari3``'s parameter names
-        (actions: ``state["fc2.weight"].shape[0]``, hist_len: ``state["conv1.weight"].shape[1]``),
-        and the options the file stores under ``config`` names ({} for a vector).
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): a blank path, another suffix,
@@ -104,7 +100,8 @@ def load_network(path: str, best: bool = False, only: Callable[[str], None] | No
     if suffix == ".ckpt":
         raise HistoryError(f"{path} is a checkpoint, for dqn-train --resume; its run's networks are in the history "
                            f"written beside it, {path[:-5]}.h5")
-    raise HistoryError(f"{path}: not a network file (expected a .h5 history, a .params.h5 vector or a DQN 3.0 .t7 file)")
+    raise HistoryError(f"{path}: not a network file (expected a .h5 history, a .params.h5 vector or a DQN 3.0 "
+                       ".t7 file)")
 
 
 def network_misfit(state: dict, game: str, n_actions: int, in_channels: int | None = None) -> str | None:

@@ -11,8 +11,9 @@ from .history import HistoryError, load_history, open_history
 
 
 def slim_history(source: str, target: str, networks=("best_model",), float16: bool = True) -> str:
-    """Copy the history ``source`` to ``target`` with fewer or smaller networks (a full file
-    holds two float32 networks, 13.8 MB for Pong). No DQN 3.0 counterpart.
+    """Copy the history ``source`` to ``target`` with fewer or smaller networks (a full file holds two
+    float32 networks, 13.8 MB for Pong); return a one-line summary with both sizes in MB, and the
+    kept networks' type where it is not float32. No DQN 3.0 counterpart.
 
     Histories, arguments (where ``source`` has them) and root attributes are copied unchanged,
     text as ``write_attrs`` writes it, except that text that is an absolute path (``csv_log``,
@@ -23,9 +24,6 @@ def slim_history(source: str, target: str, networks=("best_model",), float16: bo
         networks: which of ``"model"`` and ``"best_model"`` to keep (each must be in ``source``).
         float16: store the kept networks in float16 (they load back as float32, with Q-values
             about 2e-4 relative off on a trained Pong network); False keeps them as stored.
-
-    Returns:
-        A one-line summary with both sizes in MB, and the kept networks' type where it is not float32.
 
     Raises:
         HistoryError: ``source`` is not a readable history (damaged included), or lacks one of ``networks``.
