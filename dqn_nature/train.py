@@ -1,8 +1,7 @@
 """The training loop (ports ``dqn/train_agent.lua`` and the set-up of ``initenv.lua``).
 
-``Trainer.run()`` is a generator: it trains and evaluates as the Lua loop does and
-yields one ``Event`` per agent step, so progress, logging and saving observe the
-loop instead of living in it.
+``Trainer.run()`` yields one ``Event`` per agent step, so that progress, logging and saving
+observe the loop instead of living in it.
 """
 from __future__ import annotations
 
@@ -28,11 +27,10 @@ from .neural_q_learner import NeuralQLearner
 
 @dataclasses.dataclass
 class Evaluation:
-    """One evaluation: rewards over ``eval_steps`` steps and validation statistics. ``step`` is in
-    agent steps, ``frames`` = step x actrep; ``reward`` is the mean over finished episodes (0 when
-    none finished, as the Lua records it); ``epsilon`` is the agent's after evaluating, the testing
-    0.05 (as ``train_agent.lua`` prints it); times are seconds, ``train_time`` since the previous
-    evaluation (as the Lua prints it); rates are frames/s.
+    """One evaluation, as ``train_agent.lua`` records and prints it: ``step`` in agent steps,
+    ``frames`` = step x actrep; ``reward``: the mean over finished episodes (0 when none finished);
+    ``epsilon``: the agent's after evaluating, the testing 0.05; times in seconds, ``train_time``
+    since the previous evaluation; rates in frames/s.
     """
 
     step: int
@@ -51,9 +49,8 @@ class Evaluation:
     eval_fps: float
 
     def summary(self) -> str:
-        """The evaluation lines printed by ``train_agent.lua``: the V line (Lua's ``print``
-        separates its arguments by tabs and writes numbers as ``%.14g``), a blank line (the
-        Lua's ``Steps`` format string starts with a newline), then the ``Steps`` summary."""
+        """``train_agent.lua``'s evaluation lines: the V line (Lua's ``print``: tabs, ``%.14g``), a
+        blank line (the Lua's ``Steps`` format starts with a newline), then the ``Steps`` summary."""
         return (f"V\t{self.v_avg:.14g}\tTD error\t{self.tderr_avg:.14g}\tQmax\t{self.q_max:.14g}\n\n"
                 f"Steps: {self.step} (frames: {self.frames}), reward: {self.reward:.2f}, "
                 f"epsilon: {self.epsilon:.2f}, lr: {self.lr:G}, training time: {int(self.train_time)}s, "
@@ -71,11 +68,10 @@ class Event:
 
 
 class Trainer:
-    """DQN 3.0's training run under ``config``: environment, agent, histories and the loop, on the
-    CUDA device ``device_gpu`` (already checked; -1: the CPU). Like ``initenv.lua``'s set-up, it
-    seeds torch and sets its threads (``set_threads``) for the whole process; ``threads`` is the
-    count it set. ``pretrained``: start from ``config.network``; False for a run that a
-    checkpoint's networks will restore (the file may be gone by then).
+    """DQN 3.0's training run under ``config`` on CUDA device ``device_gpu`` (already checked; -1: the
+    CPU). Like ``initenv.lua``, it seeds torch and sets its threads (``self.threads``) for the process.
+    ``pretrained``: start from ``config.network``; False where a checkpoint will restore the networks
+    (the file may be gone by then).
 
     Raises:
         environment.GameError: unknown game or missing ROM.
@@ -102,9 +98,8 @@ class Trainer:
         self.evaluating = False  # true while evaluate() plays its eval_steps steps
 
     def schedule_warnings(self) -> list[str]:
-        """One-line warnings for a run, from ``self.step`` on, that ends before learning starts
-        or before its next evaluation (evaluations come at multiples of ``eval_freq`` after
-        ``learn_start``, as in ``run()``; all counts in agent steps). No Lua counterpart."""
+        """Warnings for a run that ends, from ``self.step`` on, before learning starts or before its
+        next evaluation (counts in agent steps). No Lua counterpart."""
         c, agent = self.config, self.agent
         warnings = []
         # perceive() learns when num_steps, one less than the step, is past learn_start and a
@@ -124,8 +119,8 @@ class Trainer:
         return warnings
 
     def load_network(self, path: str, best: bool = False) -> None:
-        """Start from the network stored in a history ``.h5``, a ``.params.h5``, or a DQN 3.0 ``.t7``
-        snapshot or ``.params.t7`` (the Lua ``-network`` flag); ``best``: its ``best_model``.
+        """Start from the network of a history ``.h5``, a ``.params.h5``, or a DQN 3.0 ``.t7`` or
+        ``.params.t7`` (the Lua ``-network`` flag); ``best``: its ``best_model``.
 
         Raises:
             history.HistoryError: unreadable file or a network that does not fit the game.
@@ -234,9 +229,8 @@ class Trainer:
         np.random.set_state(("MT19937", n["keys"], int(n["pos"]), int(n["has_gauss"]), float(n["gauss"])))
 
     def save(self) -> str:
-        """Write ``<base>.h5`` (and ``<base>.params.h5`` with save_network_params); return its path.
-        ``<base>`` is ``name``, with ``_<floor(step / save_versions)>`` when ``save_versions > 0``.
-        The save of ``train_agent.lua`` (``torch.save`` of the slimmed agent and histories).
+        """Write ``<base>.h5`` (and ``<base>.params.h5`` with save_network_params), ``<base>`` being
+        ``name[_<step // save_versions>]``; return its path (``train_agent.lua``'s ``torch.save``).
 
         Raises:
             OSError: the file cannot be written (the previous one stays intact).
@@ -267,10 +261,9 @@ def resolve_device(gpu: int, warn) -> int:
 
 
 def set_threads(threads: int) -> int:
-    """Use ``min(threads, cores)`` torch CPU threads and one BLAS thread for NumPy; returns
-    the torch thread count (``initenv.lua``'s ``torch.setnumthreads``). NumPy's small matrix
-    products gain nothing from threads, and its BLAS threads spinning beside torch's cost a
-    factor of 2 to 3 in steps per second."""
+    """Use ``min(threads, cores)`` torch threads, returned (``initenv.lua``'s ``torch.setnumthreads``),
+    and one BLAS thread: NumPy's small products gain nothing from threads, and its BLAS threads
+    spinning beside torch's cost 2-3x in steps per second."""
     n = max(1, min(threads, os.cpu_count() or 1))
     torch.set_num_threads(n)
     threadpoolctl.threadpool_limits(1, user_api="blas")
@@ -278,16 +271,14 @@ def set_threads(threads: int) -> int:
 
 
 def cpu_capabilities() -> dict:
-    """torch's description of this CPU (``torch.cpu.get_capabilities()``: "architecture",
-    "cpu_name", and flags such as "amx_tile" and "avx512_bf16"); empty with an older torch
-    that lacks it."""
+    """``torch.cpu.get_capabilities()`` ("architecture", "cpu_name", flags such as "amx_tile"); empty
+    with an older torch that lacks it."""
     return getattr(torch.cpu, "get_capabilities", dict)()
 
 
 def precision_warning(precision: str, gpu: int) -> str | None:
-    """The warning a run with ``--precision precision`` on device ``gpu`` (-1: the CPU) earns, or
-    None. tf32 is a CUDA mode; on an x86 CPU with neither AMX nor AVX-512 BF16, bf16 is
-    emulated, several times slower than fp32 (figures in docs/performance.md). No Lua counterpart."""
+    """The warning ``--precision precision`` on device ``gpu`` (-1: the CPU) earns, or None: tf32 is a
+    CUDA mode; x86 CPUs without AMX or AVX-512 BF16 emulate bf16, several times slower. No Lua counterpart."""
     if gpu >= 0 or precision == "fp32":
         return None
     if precision == "tf32":
