@@ -21,10 +21,9 @@ class ConfigError(ValueError):
 
 
 def option(default, help, lua=None, agent=False, flag=False, choices=None, aliases=(), resume=False):
-    """Declare one option. ``lua``: its ``train_agent.lua`` or ``agent_params`` name when it
-    differs; ``agent``: a NeuralQLearner parameter; ``flag``: takes no value on the
-    command line; ``aliases``: further command-line spellings; ``resume``: may change when
-    a run is resumed (output, logging and resources, not the algorithm)."""
+    """Declare one option. ``lua``: its ``train_agent.lua`` or ``agent_params`` name when it differs;
+    ``agent``: a NeuralQLearner parameter; ``flag``: takes no value on the command line; ``aliases``:
+    further command-line spellings; ``resume``: may change on resume (output, logging, resources)."""
     return field(default=default, metadata=dict(help=help, lua=lua, agent=agent, flag=flag,
                                                 choices=choices, aliases=aliases, resume=resume))
 
@@ -35,17 +34,17 @@ class Config:
     ``agent_params``). Steps are agent steps (frames = steps x actrep)."""
 
     # -- train_agent.lua options -------------------------------------------------------
-    game: typing.Optional[str] = option(None, "ale-py ROM id of the game (pong, breakout, ...)", lua="env",
-                                 aliases=("--env",))
-    game_path: typing.Optional[str] = option(None, "folder of <game>.bin ROMs that takes precedence over ale-py's",
-                                             resume=True)
+    game: str | None = option(None, "ale-py ROM id of the game (pong, breakout, ...)", lua="env",
+                              aliases=("--env",))
+    game_path: str | None = option(None, "folder of <game>.bin ROMs that takes precedence over ale-py's",
+                                   resume=True)
     framework: str = option("alewrap", "environment framework (only alewrap)", choices=("alewrap",))
     env_params: str = option("useRGB=true", "environment parameters, a Lua table body (only useRGB=true)")
     agent: str = option("NeuralQLearner", "agent class (only NeuralQLearner)", choices=("NeuralQLearner",))
-    name: typing.Optional[str] = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]",
-                                        resume=True)
-    network: typing.Optional[str] = option(None, "pretrained network to start from (.h5 history, .params.h5, "
-                                           "DQN 3.0 .t7)")
+    name: str | None = option(None, "output base name, may include a folder [DQN3_0_1_<game>_FULL_Y]",
+                              resume=True)
+    network: str | None = option(None, "pretrained network to start from (.h5 history, .params.h5, "
+                                 "DQN 3.0 .t7)")
     best: bool = option(False, "with --network, start from its best network", flag=True)
     steps: int = option(50_000_000, "agent steps to train", resume=True)
     eval_freq: int = option(250_000, "evaluate every this many steps")
@@ -66,17 +65,17 @@ class Config:
     precision: str = option("fp32", "fp32 (as DQN 3.0); bf16 autocast or, on CUDA, tf32 (neither bit-faithful; "
                             "bf16 is emulated, 5x slower, on CPUs with neither AMX nor AVX-512 BF16)",
                             choices=("fp32", "bf16", "tf32"))
-    checkpoint_freq: typing.Optional[int] = option(None, "write <name>.ckpt every this many steps [save_freq]",
-                                                   resume=True)
+    checkpoint_freq: int | None = option(None, "write <name>.ckpt every this many steps [save_freq]",
+                                         resume=True)
     checkpoint_replay: bool = option(False, "include the replay memory in checkpoints (exact resume)",
                                      flag=True, resume=True)
     checkpoint_compress: bool = option(False, "gzip the replay memory in checkpoints", flag=True, resume=True)
-    csv_log: typing.Optional[str] = option(None, "append one CSV row per evaluation to this file", resume=True)
-    tensorboard: typing.Optional[str] = option(None, "write each evaluation as TensorBoard scalars to this folder "
-                                               "(the tensorboard extra)", resume=True)
+    csv_log: str | None = option(None, "append one CSV row per evaluation to this file", resume=True)
+    tensorboard: str | None = option(None, "write each evaluation as TensorBoard scalars to this folder "
+                                     "(the tensorboard extra)", resume=True)
     # -- NeuralQLearner parameters (agent_params) --------------------------------------
     lr: float = option(0.00025, "learning rate", agent=True)
-    lr_end: typing.Optional[float] = option(None, "final learning rate [lr]", agent=True)
+    lr_end: float | None = option(None, "final learning rate [lr]", agent=True)
     lr_endt: int = option(1_000_000, "steps after learn_start over which lr anneals", agent=True)
     wc: float = option(0.0, "weight cost (L2)", agent=True)
     ep: float = option(1.0, "initial exploration rate epsilon", agent=True)
@@ -96,8 +95,7 @@ class Config:
     rescale_r: bool = option(True, "divide rewards by the largest seen", agent=True)
     buffer_size: int = option(512, "prefetched samples of the replay memory", lua="bufferSize", agent=True)
     valid_size: int = option(500, "validation transitions", agent=True)
-    target_q: int = option(10_000, "steps between target network copies (0: no target network)",
-                           agent=True)
+    target_q: int = option(10_000, "steps between target network copies (0: no target network)", agent=True)
     clip_delta: float = option(1.0, "TD error clipping (0: none)", agent=True)
     min_reward: float = option(-1.0, "rewards are clipped below at this", agent=True)
     max_reward: float = option(1.0, "rewards are clipped above at this", agent=True)
@@ -218,15 +216,13 @@ def _coerce(f, value):
 
 
 def typed(values: dict) -> dict:
-    """``values`` with each option's value converted to the option's type, other names kept as
-    they are (a stored run's arguments). Raises ConfigError: a value of another type. No Lua
-    counterpart (Lua values carry their own type)."""
+    """``values`` (a stored run's arguments) with each option's value converted to its type, other
+    names kept. Raises ConfigError: a value of another type. No Lua counterpart."""
     return {k: _coerce(FIELD_BY_NAME[k], v) if k in FIELD_BY_NAME else v for k, v in values.items()}
 
 
 def _named(values: dict, source: str) -> dict:
-    """Map Lua or Python names to fields, rejecting unknown names and two spellings of one
-    option (``bufferSize`` and ``buffer_size``)."""
+    """``values`` by Python name, typed; refuses unknown names and two spellings of one option."""
     out, spelling = {}, {}
     for key, value in values.items():
         f = OPTION_BY_NAME.get(key)
@@ -316,9 +312,7 @@ def layered(explicit: dict | None = None, preset: str | Traversable | None = Non
     """The options set, by Python name, from: a TOML ``preset`` (a path, or what ``find_preset``
     found) < the Lua table bodies ``agent_params`` and ``pool_frms`` < ``explicit`` options (Python
     or Lua names). Raises ConfigError. No Lua counterpart."""
-    values = {}
-    if preset:
-        values.update(load_preset(preset))
+    values = load_preset(preset) if preset else {}
     if agent_params:
         values.update(agent_params_from_lua(agent_params))
     if pool_frms:
@@ -339,8 +333,7 @@ def build(values: dict) -> Config:
 
 def resolve(explicit: dict | None = None, preset: str | None = None, agent_params: str | None = None,
             pool_frms: str | None = None) -> Config:
-    """Resolve a run's options: defaults < preset < ``agent_params``/``pool_frms`` < explicit
-    (see ``layered``). Raises ConfigError."""
+    """A run's validated options: ``layered``'s over the defaults. Raises ConfigError."""
     return build(layered(explicit, preset, agent_params, pool_frms))
 
 
@@ -368,15 +361,8 @@ REMOVED_OPTIONS = {
 }
 
 
-def removed_options(stored: dict) -> list[str]:
-    """One line for each removed option that ``stored`` (a run's arguments) sets, saying what
-    the resumed run does instead. No Lua counterpart."""
-    return [REMOVED_OPTIONS[k] for k, v in stored.items() if k in REMOVED_OPTIONS and v]
-
-
 def validate(c: Config) -> None:
-    """Reject impossible values with one line naming the option. Raises ConfigError. No Lua
-    counterpart."""
+    """Reject impossible values with one line naming the option. Raises ConfigError. No Lua counterpart."""
     if not c.game:
         raise ConfigError("no game given: use --game (or -env), e.g. --game pong")
     env = parse_lua_table(c.env_params)
@@ -392,12 +378,10 @@ def validate(c: Config) -> None:
         value = getattr(c, f.name)
         if f.metadata["choices"] and value not in f.metadata["choices"]:
             raise ConfigError(f"{f.name} must be one of {', '.join(map(str, f.metadata['choices']))}, not {value!r}")
-        if isinstance(value, str):
-            try:  # a name from the command line that is not UTF-8 holds surrogates, which h5py cannot store
-                value.encode()
-            except UnicodeEncodeError:
-                raise ConfigError(f"--{f.name.replace('_', '-')} {value!r} is not valid UTF-8, which the history "
-                                  "stores its arguments in; give a UTF-8 name") from None
+        # A name from the command line that is not UTF-8 holds surrogates, which h5py cannot store.
+        if isinstance(value, str) and re.search(r"[\ud800-\udfff]", value):
+            raise ConfigError(f"--{f.name.replace('_', '-')} {value!r} is not valid UTF-8, which the history "
+                              "stores its arguments in; give a UTF-8 name")
         if field_type(f) is float and value is not None:
             if not math.isfinite(value):
                 raise ConfigError(f"{f.name} must be a finite number, not {value}")

@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from tqdm import tqdm
 
 from ..checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
-from ..config import (FIELDS, ConfigError, build, field_type, find_preset, layered, lua_name, removed_options,
+from ..config import (FIELDS, REMOVED_OPTIONS, ConfigError, build, field_type, find_preset, layered, lua_name,
                       resume_config)
 from ..console import LuaCommand, StopRequest, fail, run_command
 from ..environment import GameError
@@ -70,9 +70,8 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
     steps x actrep. SIGINT, SIGTERM and SIGHUP stop after the current step, writing the
     history and a checkpoint <name>.ckpt for --resume.
     """
-    # From here a signal is recorded, not raised: a KeyboardInterrupt raised inside h5py while
-    # the checkpoint (or --network) is read was swallowed there, and the run went on, or ended
-    # in a traceback. The run stops once it is set up, before its first step, writing nothing.
+    # From here a signal is recorded, not raised: h5py swallowed a KeyboardInterrupt raised while it read
+    # the checkpoint (or --network). The run stops once it is set up, before its first step, writing nothing.
     stop = StopRequest(lambda: "stopping once the run is set up, before it writes anything; a second signal "
                        "exits at once")
     checkpoint = None
@@ -89,8 +88,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
             if config.steps <= step:
                 raise ConfigError(f"{checkpoint} is at step {step} and --steps is {config.steps}: nothing to "
                                   f"train; give a larger --steps to continue")
-            for line in removed_options(arguments):
-                click.echo(line, err=True)
+            for key, line in REMOVED_OPTIONS.items():
+                if arguments.get(key):
+                    click.echo(line, err=True)
         else:
             config = build(changes)
         check_resources(config)
@@ -121,10 +121,9 @@ def train(ctx, preset, agent_params, pool_frms, resume, overwrite, **values):
 
 
 def run_training(config, gpu: int, checkpoint: str | None, stop: StopRequest) -> None:
-    """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving
-    the history and checkpoints on schedule; exits (``fail``, or 128 + signal) where the run stops
-    early. ``stop``: the signal handler, already installed; a signal that came before the first
-    step stops the run with nothing written. The loop of ``train_agent.lua``."""
+    """Train under ``config`` on ``gpu`` (-1: the CPU), from ``checkpoint`` when given, saving on
+    schedule (the loop of ``train_agent.lua``); exits (``fail``, or 128 + signal) where the run stops
+    early, with nothing written on a signal to ``stop`` (installed) before the first step."""
     from .. import train as training
 
     try:
