@@ -24,9 +24,8 @@ def fail(message: str, code: int = 2):
 
 
 def refuse_to_replace(target: str, overwrite: bool):
-    """``fail`` (exit 2) unless the history ``target`` ends with ``.h5``, can be written
-    (``files.unwritable``) and, without ``overwrite``, does not exist: a user's file is
-    replaced only when asked."""
+    """``fail`` (exit 2) unless the history ``target`` ends with ``.h5``, can be written and, without
+    ``overwrite``, does not exist: a user's file is replaced only when asked."""
     if not target.endswith(".h5"):
         fail(f"{target}: name the output file <name>.h5")
     if not overwrite and os.path.exists(target):
@@ -71,13 +70,11 @@ class LuaCommand(click.Command):
 
 
 class StopRequest:
-    """SIGINT/SIGTERM/SIGHUP handler: the first signal sets ``signum``, for the loop to stop at
-    its next check; a second one exits at once (files already written stay intact). SIGHUP
-    (a closed terminal, a dropped SSH connection) stops the run as SIGTERM does; the standard
-    output and error that went to the terminal it hung up go to /dev/null from then on, so
-    that the files are still written. ``delay()``, called on the first signal, returns why the
-    stop may take long (printed after the signal's name), or None. No Lua counterpart: a signal
-    killed DQN 3.0, losing the steps since its last save.
+    """SIGINT/SIGTERM/SIGHUP handler: the first signal sets ``signum``, for the loop to stop at its
+    next check; a second one exits at once (files already written stay intact). After SIGHUP (a
+    closed terminal, a dropped SSH connection) the output that went to the hung-up terminal goes to
+    /dev/null, so that the files are still written. ``delay()`` returns why the stop may take long,
+    or None. No Lua counterpart: a signal killed DQN 3.0, losing the steps since its last save.
     """
 
     def __init__(self, delay=lambda: None):
@@ -94,15 +91,13 @@ class StopRequest:
     def handle(self, signum, frame):
         """Record the first signal and print ``delay()``'s reason; exit at once on a second."""
         if signum == signal.SIGHUP:
-            hung_up = [fd for fd in self.terminals if not os.isatty(fd)]  # a hung-up terminal is none any more
-            if hung_up:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                for fd in hung_up:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            for fd in self.terminals:
+                if not os.isatty(fd):  # a hung-up terminal is none any more
                     os.dup2(devnull, fd)
-                os.close(devnull)
+            os.close(devnull)
         if self.signum is not None:
             os._exit(128 + signum)
         self.signum = signum
-        reason = self.delay()
-        if reason:
+        if reason := self.delay():
             tqdm.write(f"{self.name}: {reason}", file=sys.stderr)

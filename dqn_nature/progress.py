@@ -10,13 +10,11 @@ from tqdm import tqdm
 
 
 class TimeLeft:
-    """The time a run of ``steps`` agent steps has left: the steps left at the seconds per
-    step, an exponential moving average (newest interval's ``weight`` in (0, 1]) over the
-    intervals between reports (``report``), evaluations excluded; plus the evaluations left
-    (every ``eval_freq`` steps after ``learn_start``) at the same average of the seconds per
-    evaluation. Before an evaluation has been seen, one counts as ``eval_steps`` training steps
-    (an overestimate: an evaluation's steps do not learn). ``clock``: a monotonic clock,
-    seconds. No Lua counterpart.
+    """The time a run of ``steps`` agent steps has left: the steps left at the seconds per step, an
+    exponential moving average (newest interval's ``weight`` in (0, 1]) over the intervals between
+    ``report``s, evaluations excluded; plus the evaluations left at the same average of their seconds,
+    one counting as ``eval_steps`` training steps until one is seen (an overestimate: they do not
+    learn). ``clock``: monotonic, in seconds. No Lua counterpart.
     """
 
     def __init__(self, steps: int, eval_freq: int, eval_steps: int, learn_start: int, clock=time.monotonic,
@@ -40,8 +38,7 @@ class TimeLeft:
         self.pending += seconds
 
     def report(self, step: int) -> None:
-        """Take the interval since the last report (or ``start``), up to agent step ``step``, into
-        the rate."""
+        """Take the interval since the last report or ``start``, up to agent step ``step``, into the rate."""
         (last, since), now = self.mark, self.clock()
         seconds = now - since - self.pending
         if step > last and seconds > 0:
@@ -53,8 +50,7 @@ class TimeLeft:
         return None if self.step_seconds is None else 1 / self.step_seconds
 
     def seconds(self, step: int) -> float | None:
-        """Seconds left at agent step ``step`` (an evaluation due at ``step`` done), None before
-        a report."""
+        """Seconds left at agent step ``step`` (an evaluation due at it done), None before a report."""
         if self.step_seconds is None:
             return None
         evaluations = max(0, self.steps // self.eval_freq - max(step, self.learn_start) // self.eval_freq)
@@ -63,12 +59,11 @@ class TimeLeft:
 
 
 class Progress:
-    """The progress of ``trainer``'s run (a ``train.Trainer``): a tqdm bar on a terminal, else a
-    line every ``prog_freq`` steps; ``agent:report()`` norms at verbose >= 2 and the evaluations'
-    summaries, printed above the bar (``train_agent.lua``'s progress prints). The rate and the
-    time left (``TimeLeft``, on ``clock``) are measured from the start of the current phase,
-    random play or learning; the time left is "?" until learning has been measured, unless the
-    run ends before learning starts. No Lua counterpart for the rate and the time left.
+    """The progress of ``trainer``'s run (a ``train.Trainer``): a tqdm bar on a terminal, else a line
+    every ``prog_freq`` steps, with ``train_agent.lua``'s prints (``agent:report()`` norms at verbose
+    >= 2, the evaluations' summaries) above it. The rate and the time left (``TimeLeft``, on ``clock``;
+    no Lua counterpart) are measured from the start of the phase, random play or learning; the time
+    left is "?" until learning has been measured, unless the run ends before learning starts.
     """
 
     def __init__(self, trainer, clock=time.monotonic):
@@ -108,9 +103,8 @@ class Progress:
             tqdm.write(text) if not self.bar.disable else click.echo(text)
 
     def update(self, event) -> None:
-        """Advance one step (a ``train.Event``): every ``prog_freq`` steps print the progress
-        line and, at verbose >= 2, ``agent.report()``; then an evaluation's summary (the order
-        of ``train_agent.lua``)."""
+        """Advance one step (a ``train.Event``): every ``prog_freq`` steps the progress line and
+        ``agent.report()``, then an evaluation's summary (``train_agent.lua``'s order)."""
         t, c = self.trainer, self.trainer.config
         if not self.learning and t.agent.num_steps > self.learning_after:
             self.learning = True
