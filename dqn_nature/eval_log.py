@@ -62,18 +62,6 @@ def _drop_rows_after(path: str, step: int) -> None:
             csv.writer(fh).writerows(kept)
 
 
-def evaluation_row(trainer, evaluation) -> dict:
-    """One record of ``evaluation`` (a ``train.Evaluation``) of ``trainer`` (a ``train.Trainer``),
-    Python scalars in the order of ``CSV_COLUMNS``: ``step`` (agent steps), ``frames``, every
-    history field's newest value (``time_history`` in seconds), the training ``epsilon``, ``lr``,
-    and ``train_fps``/``eval_fps`` in frames/s. The figures ``train_agent.lua`` prints after each
-    evaluation; no Lua function of its own."""
-    values = {k: trainer.history[k][-1] for k in LUA_HISTORIES}
-    values.update(step=evaluation.step, frames=evaluation.frames, epsilon=trainer.agent.train_epsilon(),
-                  lr=evaluation.lr, train_fps=evaluation.train_fps, eval_fps=evaluation.eval_fps)
-    return {key: values[key] for key in CSV_COLUMNS}
-
-
 class EvaluationLogs:
     """The logs a run's options ask for: a CSV file to which each record is appended as a row
     (``csv_path``, ``--csv-log``), TensorBoard event files in the folder ``tensorboard_dir``
@@ -99,13 +87,19 @@ class EvaluationLogs:
             self.writer.add_text("arguments", "\n".join(f"    {k} = {v!r}" for k, v in arguments.items()))
 
     def write(self, trainer, evaluation) -> None:
-        """Log one evaluation, as ``evaluation_row`` (flushed at once, so the run can be
-        followed while it goes).
+        """Log ``evaluation`` (a ``train.Evaluation``) of ``trainer`` (a ``train.Trainer``), flushed at
+        once so the run can be followed while it goes. Its record: Python scalars in the order of
+        ``CSV_COLUMNS``: ``step`` (agent steps), ``frames``, every history field's newest value
+        (``time_history`` in seconds), the training ``epsilon``, ``lr``, and ``train_fps``/``eval_fps``
+        in frames/s; the figures ``train_agent.lua`` prints after each evaluation.
 
         Raises:
             OSError: the CSV file or the TensorBoard folder cannot be written.
         """
-        row = evaluation_row(trainer, evaluation)
+        values = {k: trainer.history[k][-1] for k in LUA_HISTORIES}
+        values.update(step=evaluation.step, frames=evaluation.frames, epsilon=trainer.agent.train_epsilon(),
+                      lr=evaluation.lr, train_fps=evaluation.train_fps, eval_fps=evaluation.eval_fps)
+        row = {key: values[key] for key in CSV_COLUMNS}
         if self.csv_path:
             append_csv_row(self.csv_path, row, first=not self.rows)
             self.rows += 1

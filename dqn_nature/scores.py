@@ -1,5 +1,6 @@
-"""Reference scores and curves per game, keyed by ale-py ROM id. No Lua counterpart. The package
-ships them in ``dqn_nature/reference/``, whose README gives each file's source and licence:
+"""Reference scores (mean undiscounted episode returns, in game points) and curves per game, keyed by
+ale-py ROM id. No Lua counterpart. The package ships them in ``dqn_nature/reference/``, whose README
+gives each file's source and licence:
 
 - ``nature_dqn_scores.csv``: DQN's score in Extended Data Table 2 of Mnih et al., Nature 518,
   529-533 (2015), and its standard deviation where the table lists one (29 games);
@@ -7,8 +8,6 @@ ships them in ``dqn_nature/reference/``, whose README gives each file's source a
   DQN Zoo lists them;
 - ``dopamine_dqn_curves.csv``: Dopamine's DQN, 5 runs of each of its 60 games, one mean
   training return per 1,000,000 frames.
-
-Scores are mean undiscounted episode returns (game points).
 """
 from __future__ import annotations
 
@@ -85,12 +84,9 @@ def dqn_normalised(score: float, game: str) -> float | None:
 
 @dataclasses.dataclass
 class Curves:
-    """Learning curves of several runs per game.
-
-    Attributes: ``label`` (what they are, for legends and tables: "Dopamine DQN" for the
-    shipped curves, the file's name for others); ``points``: ``{game: {frames: [value of each
-    run with a point there, in the file's order]}}``, frames and values as float.
-    """
+    """Learning curves of several runs per game: ``label`` names them in legends and tables ("Dopamine
+    DQN" for the shipped curves, the file's name for others); ``points`` is ``{game: {frames: [value
+    of each run with a point there, in the file's order]}}``, frames and values as float."""
 
     label: str
     points: dict
