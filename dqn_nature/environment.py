@@ -102,8 +102,9 @@ class GameScreen:
 class GameEnvironment:
     """alewrap's ``GameEnvironment`` on ale-py (deterministic ALE, minimal action set, RGB) for ``game``,
     an ale-py ROM id. ``game_path``: a folder of ``<game>.bin`` ROMs that takes precedence (a
-    ``UserWarning`` where it lacks the game's); ``actrep``: frames per agent step; ``pool_size``,
-    ``pool_type``: see ``GameScreen``; ``seed`` seeds the ALE, the random actions and start lengths.
+    ``UserWarning`` where it lacks the game's); ``actrep``: frames per agent step; ``random_starts``:
+    ``next_random_game()`` plays 1..random_starts no-op frames; ``pool_size``, ``pool_type``: see
+    ``GameScreen``; ``seed`` seeds the ALE, the random actions and start lengths.
 
     Raises:
         GameError: unknown game, missing ROM or another game's, or a pool beyond memory.

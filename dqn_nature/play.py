@@ -35,9 +35,9 @@ class Episode:
 @dataclasses.dataclass
 class Step:
     """One agent step of ``play``. ``episode``, ``step``: 0-based; ``action``: index in the action
-    set; ``score``: the episode's after this step; ``frames``: the emulator frames it played, uint8
-    (210, 160, 3) each; ``q``: float32 (n_actions,) Q-values of the state the action was chosen in
-    (None unless asked for); ``episode_end``: set on an episode's last step."""
+    set; ``reward``: of this step; ``score``: the episode's after it; ``frames``: the emulator frames
+    it played, uint8 (210, 160, 3) each; ``q``: float32 (n_actions,) Q-values of the state the action
+    was chosen in (None unless asked for); ``episode_end``: set on an episode's last step."""
 
     episode: int
     step: int

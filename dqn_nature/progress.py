@@ -103,8 +103,8 @@ class Progress:
             tqdm.write(text) if not self.bar.disable else click.echo(text)
 
     def update(self, event) -> None:
-        """Advance one step (a ``train.Event``): every ``prog_freq`` steps the progress line and
-        ``agent.report()``, then an evaluation's summary (``train_agent.lua``'s order)."""
+        """Advance one step (a ``train.Event``): every ``prog_freq`` steps the progress line and, at
+        verbose >= 2, ``agent.report()``; then an evaluation's summary (``train_agent.lua``'s order)."""
         t, c = self.trainer, self.trainer.config
         if not self.learning and t.agent.num_steps > self.learning_after:
             self.learning = True
