@@ -14,6 +14,9 @@ from tqdm import tqdm
 
 from .files import unwritable
 
+# The click context of every command but dqn-sweep (which passes unknown options on to dqn-train).
+CONTEXT = dict(help_option_names=["-h", "--help"], max_content_width=110)
+
 
 def fail(message: str, code: int = 2):
     """Print ``<program>: error: <message>`` on stderr, on one line (a library's message may

@@ -37,6 +37,7 @@ _LOG_LINE = re.compile(r"Steps: (\d+) \(frames: \d+\), (?:reward: ([^,\s]+)|([\d
 
 
 def now() -> str:
+    """The local time with its UTC offset, to the second (ISO 8601), as sweep.json records it."""
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
@@ -432,6 +433,8 @@ def run_all(ray, todo: list[Run], table: Table, forwarded: list[str], max_concur
 
 
 def summary(runs: list[Run], out: str, table: Table) -> None:
+    """Print the sweep's closing lines: the runs' counts by state, each failed run's error and
+    log, where the files are, and the ``dqn-report`` command that compares them."""
     click.echo(f"Sweep: {table.counts()} of {len(runs)} runs")
     for r in runs:
         if r.state == "failed":

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import click
 
-from ..console import LuaCommand, fail, refuse_to_replace, run_command
+from ..console import CONTEXT, LuaCommand, fail, refuse_to_replace, run_command
 from ..convert import convert
 from ..environment import GameError
 from ..files import os_reason
 
 
-@click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
-                                                  max_content_width=110))
+@click.command(cls=LuaCommand, context_settings=CONTEXT)
 @click.argument("source", metavar="OLD.t7")
 @click.argument("target", metavar="NEW.h5")
 @click.option("--game", "-game", "-env", "game", help="ROM id: the game of a .params.t7 (needed; its action "

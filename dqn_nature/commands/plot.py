@@ -5,7 +5,7 @@ import os
 
 import click
 
-from ..console import fail, run_command
+from ..console import CONTEXT, fail, run_command
 from ..files import os_reason
 from ..history import HistoryError
 from ..plot import FIGSIZE, X_LABELS, PlotError, plot_runs
@@ -20,7 +20,7 @@ def default_output(first: str) -> str:
     return (first[:-3] if first.endswith(".h5") else first) + ".png"
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.command(context_settings=CONTEXT)
 @click.argument("runs", nargs=-1, required=True, metavar="RUN.h5|FOLDER...")
 @click.option("-o", "--output", metavar="FIG",
               help="figure file: .png, .svg or .pdf, replaced if it exists  [default: RUN.png beside the first "

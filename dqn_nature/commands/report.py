@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ..console import fail, run_command
+from ..console import CONTEXT, fail, run_command
 from ..history import HistoryError
 from ..report import AGGREGATE_FRAMES, ReportError, aggregate, format_aggregate, format_rows, report_rows
 from ..runs import load_runs
 from ..scores import CurvesError
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.command(context_settings=CONTEXT)
 @click.argument("runs", nargs=-1, required=True, metavar="RUN.h5|FOLDER...")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "csv", "json"]), default="text",
               show_default=True, help="aligned text table, Markdown table, CSV or JSON")

@@ -5,7 +5,7 @@ import os
 
 import click
 
-from ..console import fail, refuse_to_replace, run_command
+from ..console import CONTEXT, fail, refuse_to_replace, run_command
 from ..files import os_reason
 from ..history import HistoryError
 from ..slim import slim_history
@@ -13,7 +13,7 @@ from ..slim import slim_history
 NETWORKS = {"best": ("best_model",), "last": ("model",), "both": ("model", "best_model"), "none": ()}
 
 
-@click.command(context_settings=dict(help_option_names=["-h", "--help"], max_content_width=110))
+@click.command(context_settings=CONTEXT)
 @click.argument("source", metavar="RUN.h5")
 @click.argument("target", metavar="SLIM.h5")
 @click.option("--networks", type=click.Choice(list(NETWORKS)), default="best", show_default=True,

@@ -15,7 +15,7 @@ import numpy as np
 from click.core import ParameterSource
 
 from ..config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
-from ..console import LuaCommand, StopRequest, fail, run_command
+from ..console import CONTEXT, LuaCommand, StopRequest, fail, run_command
 from ..environment import GameEnvironment, GameError
 from ..files import atomic_path, os_reason, standard_stream, unwritable, written_in_place
 from ..history import HistoryError
@@ -55,8 +55,7 @@ _DEFAULTS = Config()
 RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 
 
-@click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
-                                                  max_content_width=110))
+@click.command(cls=LuaCommand, context_settings=CONTEXT)
 @_option("game", "--env", "-env",
          help="ale-py ROM id of the game (pong, breakout, ...)  [default: the network's run's]")
 @_option("game-path", help="folder of <game>.bin ROMs that takes precedence over ale-py's")

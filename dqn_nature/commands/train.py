@@ -16,7 +16,7 @@ from tqdm import tqdm
 from ..checkpoint import CheckpointError, read_header, restore_checkpoint, save_checkpoint
 from ..config import (FIELDS, REMOVED_OPTIONS, ConfigError, build, field_type, find_preset, layered, lua_name,
                       resume_config)
-from ..console import LuaCommand, StopRequest, fail, run_command
+from ..console import CONTEXT, LuaCommand, StopRequest, fail, run_command
 from ..environment import GameError
 from ..eval_log import EvaluationLogs
 from ..files import os_reason
@@ -47,8 +47,7 @@ def explicit_options(ctx: click.Context, values: dict) -> dict:
             if ctx.get_parameter_source(f.name) == ParameterSource.COMMANDLINE}
 
 
-@click.command(cls=LuaCommand, context_settings=dict(help_option_names=["-h", "--help"],
-                                                  max_content_width=110))
+@click.command(cls=LuaCommand, context_settings=CONTEXT)
 @click.option("--args", "-args", "preset", metavar="PRESET",
               help="TOML preset: a file, or a name in ./args/ or among the package's (run_gpu, run_cpu, pong_fast)")
 @click.option("--agent-params", "-agent_params", "agent_params", metavar="LUA_TABLE",
