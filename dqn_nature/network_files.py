@@ -64,8 +64,8 @@ def load_network(path: str, best: bool = False, only: Callable[[str], None] | No
         path: a ``.h5`` history, a ``.params.h5`` vector, a DQN 3.0 ``.t7`` snapshot or ``.params.t7`` vector.
         best: take the best evaluated network (``best_model``) instead of the last one.
         only: if given, a history holding only the other network (a ``dqn-slim`` copy, a run
-            before its first evaluation) gives that one, after calling ``only`` with its name;
-            without it (dqn-train, whose arguments record ``best``), such a history raises.
+            before its first evaluation) gives that one, after calling ``only`` with its name (which
+            may raise instead); without it, such a history raises.
 
     Raises:
         history.HistoryError (``torch7.LegacyError`` for ``.t7``): a blank path, another suffix,

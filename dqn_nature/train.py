@@ -21,7 +21,7 @@ from . import __version__
 from .config import TESTING_EP, Config
 from .environment import GameEnvironment
 from .history import HISTORY_FIELDS, HistoryError, save_history
-from .network_files import load_network, network_misfit, save_network_params
+from .network_files import LABELS, load_network, network_misfit, save_network_params
 from .neural_q_learner import NeuralQLearner
 
 
@@ -123,9 +123,15 @@ class Trainer:
         ``.params.t7`` (the Lua ``-network`` flag); ``best``: its ``best_model``.
 
         Raises:
-            history.HistoryError: unreadable file or a network that does not fit the game.
+            history.HistoryError: unreadable file, a history holding only the other network (the
+                message says whether to add or leave out ``--best``), or a network that does not fit
+                the game.
         """
-        state, _ = load_network(path, best)
+        def other_only(which):
+            advice = "add --best" if which == "best_model" else "leave out --best"
+            raise HistoryError(f"{path} holds only its {LABELS[which]} ({which}): {advice} to start from it")
+
+        state, _ = load_network(path, best, only=other_only)
         if misfit := network_misfit(state, self.config.game, len(self.actions), self.agent.network.in_channels):
             raise HistoryError(f"{path}: {misfit}")
         self.agent.network.load_state_dict(state)

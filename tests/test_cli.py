@@ -435,7 +435,16 @@ def test_best_without_network_is_a_warning(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.stderr
     assert "warning: --best has no effect without --network" in result.stderr
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "again", "--best", "--network", "run.h5"])
-    assert "no best_model" in result.stderr and "has no effect" not in result.stderr  # run.h5 was never evaluated
+    # run.h5 was never evaluated
+    assert result.exit_code == 2 and "has no effect" not in result.stderr
+    assert result.stderr.endswith("error: run.h5 holds only its last network (model): leave out --best to start from it\n")
+    shutil.copy("run.h5", "slim.h5")
+    with h5py.File("slim.h5", "a") as f:  # as a dqn-slim copy holding only its best network
+        f.move("model", "best_model")
+    result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "third", "--network", "slim.h5"])
+    assert result.stderr.endswith("error: slim.h5 holds only its best network (best_model): add --best to start from it\n")
+    assert CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "third", "--network", "slim.h5",
+                                      "--best"]).exit_code == 0
 
 
 def test_a_numbered_history_the_run_does_not_reach_may_be_a_folder(tmp_path, monkeypatch):
