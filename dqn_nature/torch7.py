@@ -194,7 +194,9 @@ class _AsciiReader:
             return self.objects[index]
         if tag == 3:
             table = self.objects[index] = {}
-            table.update((self.read_obj(), self.read_obj()) for _ in range(self.read_int()))
+            for _ in range(self.read_int()):
+                key = self.read_obj()  # the key is stored first
+                table[key] = self.read_obj()
             if set(table) == set(range(1, len(table) + 1)):
                 self.objects[index] = [table[k] for k in range(1, len(table) + 1)]
             return self.objects[index]
