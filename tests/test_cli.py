@@ -442,6 +442,7 @@ def test_best_without_network_is_a_warning(tmp_path, monkeypatch):
     with h5py.File("slim.h5", "a") as f:  # as a dqn-slim copy holding only its best network
         f.move("model", "best_model")
     result = CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "third", "--network", "slim.h5"])
+    assert result.exit_code == 2
     assert result.stderr.endswith("error: slim.h5 holds only its best network (best_model): add --best to start from it\n")
     assert CliRunner().invoke(train, [*SHORT, "--steps", "10", "--name", "third", "--network", "slim.h5",
                                       "--best"]).exit_code == 0
