@@ -3,6 +3,7 @@ on a signal."""
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import signal
@@ -49,6 +50,18 @@ def run_command(command: click.Command, args: list[str] | None = None):
     except click.Abort:
         sys.exit(130)
     sys.exit(code or 0)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's ``FloatRange`` without inf and nan, which it lets through (nan is in every range):
+    those fail as a usage error (``click.BadParameter``, exit 2). No Lua counterpart."""
+
+    def convert(self, value, param, ctx):
+        """click's ``convert``, refusing inf and nan (``click.BadParameter``)."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 class LuaCommand(click.Command):

@@ -309,7 +309,8 @@ def test_bad_input(tmp_path, networks, weights, monkeypatch):
         write_history(foreign, weights, {"hist_len": 4, "game": "pong", **stored})
         assert_bad_input(dqn_test("--network", foreign), f"{foreign}: {error}")  # names the file of the value
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--pool-frms", "size=1e9"), "do not fit in memory")
-    assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--testing-ep", "nan"), "--testing-ep must be in")
+    result = dqn_test("--game", "pong", "--network", h5, "--testing-ep", "nan")  # a click usage error
+    assert result.exit_code == 2 and "'-testing_ep': 'nan' is not a finite number" in result.stderr
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
     assert_bad_input(dqn_test("--game", "pong", "--network", h5, "--video", tmp_path / "x.mp4"),
                      "pip install imageio-ffmpeg")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import signal
 import sys
@@ -11,20 +10,8 @@ import sys
 import click
 
 from .. import sweep
-from ..console import fail, run_command
+from ..console import FiniteFloatRange, fail, run_command
 from ..files import creation_problem, os_reason
-
-
-class FiniteFloatRange(click.FloatRange):
-    """click's ``FloatRange`` without inf and nan, which it lets through (nan is in every range):
-    those fail as a usage error (``click.BadParameter``, exit 2). No Lua counterpart."""
-
-    def convert(self, value, param, ctx):
-        """click's ``convert``, refusing inf and nan (``click.BadParameter``)."""
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
 
 
 class SweepCommand(click.Command):

@@ -15,7 +15,7 @@ import numpy as np
 from click.core import ParameterSource
 
 from ..config import SEED_LIMIT, TESTING_EP, Config, ConfigError, build, layered
-from ..console import CONTEXT, LuaCommand, StopRequest, fail, run_command
+from ..console import CONTEXT, FiniteFloatRange, LuaCommand, StopRequest, fail, run_command
 from ..environment import GameEnvironment, GameError
 from ..files import atomic_path, os_reason, standard_stream, unwritable, written_in_place
 from ..history import HistoryError
@@ -63,7 +63,7 @@ RUN_OPTIONS = ("game", "actrep", "random_starts", "pool_type", "pool_size")
 @_option("best", is_flag=True, help="play the best evaluated network (best_model); a history holding only one "
          "network plays that one, --best or not")
 @_option("episodes", type=click.IntRange(1), default=1, show_default=True, help="games to play")
-@_option("testing-ep", type=click.FloatRange(0, 1), default=TESTING_EP, show_default=True, help="exploration rate")
+@_option("testing-ep", type=FiniteFloatRange(0, 1), default=TESTING_EP, show_default=True, help="exploration rate")
 @_option("max-steps", type=click.IntRange(1), help="stop an episode after this many agent steps")
 @_option("actrep", type=click.IntRange(1), help=f"frames per agent step  [default: the run's, else {_DEFAULTS.actrep}]")
 @_option("random-starts", type=click.IntRange(0), help="episodes after the first start after 1..random_starts "
@@ -106,8 +106,6 @@ def test_command(ctx, game, game_path, network, best, episodes, testing_ep, max_
     from .. import train as training
     from ..network_files import LABELS, load_network, network_misfit
 
-    if testing_ep != testing_ep:  # NaN passes click's FloatRange
-        fail("--testing-ep must be in [0, 1], not nan")
     if protocol:
         overridden = [name for name in ("episodes", "testing_ep", "random_starts", "max_steps")
                       if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
